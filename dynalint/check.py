@@ -1,0 +1,194 @@
+"""`dynalint check`: the pre-commit / CI / editor path. Never imports torch or user code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from dynalint.config import Config, ConfigError, resolve_config
+from dynalint.engine import SourceFile, analyze_files, module_name_for, read_source, select_findings
+from dynalint.findings import Finding
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass
+class CheckOptions:
+    paths: list[Path] = field(default_factory=list)
+    fix: bool = False
+    unsafe_fixes: bool = False
+    diff: bool = False
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    output_format: str = "text"
+    statistics: bool = False
+    stdin_filename: Optional[str] = None
+    config_file: Optional[Path] = None
+    no_cache: bool = False
+    cache_dir: Optional[Path] = None
+    jobs: int = 0
+    quiet: bool = False
+    progress: bool = True
+
+
+def _error(msg: str) -> None:
+    click.echo(f"dynalint: error: {msg}", err=True)
+
+
+def effective_config(opts: CheckOptions) -> Config:
+    paths = opts.paths or ([Path(opts.stdin_filename)] if opts.stdin_filename else [Path.cwd()])
+    config = resolve_config(paths, opts.config_file)
+    from dynalint.config import _codes
+
+    if opts.select:
+        config.select = _codes("--select", list(opts.select))
+        config.extend_select = ()
+    if opts.extend_select:
+        config.extend_select = config.extend_select + _codes("--extend-select", list(opts.extend_select))
+    if opts.ignore:
+        config.ignore = config.ignore + _codes("--ignore", list(opts.ignore))
+    return config
+
+
+def _display(path: Path) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return rel if not rel.startswith("..") else str(path)
+
+
+def collect_files(opts: CheckOptions, config: Config) -> list[SourceFile]:
+    from dynalint.discovery import discover
+
+    paths = opts.paths or [Path(".")]
+    src_roots = [config.root / s for s in config.src]
+    files = []
+    for p in discover(paths, config):
+        module, is_package = module_name_for(p, src_roots)
+        files.append(SourceFile(path=p, display=_display(p), module=module, is_package=is_package))
+    return files
+
+
+class _Progress:
+    """A progress bar on stderr, only for a terminal (never in CI logs or pipes)."""
+
+    def __init__(self, enabled: bool, label: str):
+        self.enabled = enabled and sys.stderr.isatty() and not os.environ.get("CI")
+        self.label = label
+        self.last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < 50:
+            return
+        pct = done * 100 // total
+        if pct == self.last:
+            return
+        self.last = pct
+        bar = "#" * (pct // 4)
+        sys.stderr.write(f"\r{self.label} [{bar:<25}] {done}/{total} files")
+        if done == total:
+            sys.stderr.write("\r" + " " * (len(self.label) + 45) + "\r")
+        sys.stderr.flush()
+
+
+def run_check(opts: CheckOptions) -> int:
+    from dynalint.output import FORMATTERS, format_statistics
+
+    try:
+        config = effective_config(opts)
+    except ConfigError as exc:
+        _error(str(exc))
+        return EXIT_ERROR
+
+    cache_dir = None
+    if not opts.no_cache and not os.environ.get("DYNALINT_NO_CACHE"):
+        cache_dir = opts.cache_dir or Path(config.cache_dir or (config.root / ".dynalint_cache"))
+
+    sources: dict[str, str] = {}
+    if opts.stdin_filename is not None or (opts.paths == [Path("-")]):
+        name = opts.stdin_filename or "<stdin>"
+        text = sys.stdin.read()
+        path = Path(name)
+        module, is_package = module_name_for(path, [config.root / s for s in config.src])
+        targets = [SourceFile(path=path, display=name, module=module, is_package=is_package, text=text)]
+        sources[name] = text
+        # Sibling files give context (base classes, helpers) without being reported.
+        context: list[SourceFile] = []
+        summaries = analyze_files(targets, config, jobs=1, cache_dir=None)
+        findings = select_findings(summaries, config)
+        if opts.fix or opts.diff:
+            from dynalint.fixes.apply import fix_source
+
+            result = fix_source(text, name, config, unsafe=opts.unsafe_fixes, context=context)
+            if opts.diff:
+                sys.stdout.write(result.diff(name))
+                return EXIT_FINDINGS if result.changed else EXIT_CLEAN
+            sys.stdout.write(result.text)
+            return EXIT_FINDINGS if result.remaining else EXIT_CLEAN
+    else:
+        files = collect_files(opts, config)
+        if not files:
+            if not opts.quiet:
+                click.echo("dynalint: warning: no Python files found", err=True)
+            return EXIT_CLEAN
+        progress = _Progress(opts.progress, "dynalint")
+        summaries = analyze_files(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
+        findings = select_findings(summaries, config)
+        if opts.fix or opts.diff:
+            from dynalint.fixes.apply import fix_paths
+
+            outcome = fix_paths(files, summaries, findings, config, unsafe=opts.unsafe_fixes, diff=opts.diff)
+            if opts.diff:
+                sys.stdout.write(outcome.diff_text)
+                if outcome.errors:
+                    for e in outcome.errors:
+                        _error(e)
+                return EXIT_FINDINGS if outcome.diff_text else EXIT_CLEAN
+            findings = outcome.remaining
+            for e in outcome.errors:
+                _error(e)
+        if opts.output_format == "text":
+            for f in files:
+                if any(x.filename == f.display for x in findings[:2000]):
+                    try:
+                        sources[f.display] = read_source(f.path)
+                    except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+                        pass
+
+    out = sys.stdout
+    if opts.statistics:
+        out.write(format_statistics(findings, unsafe=opts.unsafe_fixes))
+    else:
+        formatter = FORMATTERS[opts.output_format]
+        file_names = [f.display for f in files] if opts.stdin_filename is None and opts.paths != [Path("-")] else list(sources)
+        out.write(formatter(findings, sources=sources, unsafe=opts.unsafe_fixes, files=file_names))
+    if opts.output_format in ("text", "concise") and not opts.quiet and not opts.statistics:
+        _summary(findings, opts, locals().get("outcome"))
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _summary(findings: list[Finding], opts: CheckOptions, outcome) -> None:
+    n = len(findings)
+    fixed = len(outcome.fixed) if outcome is not None else 0
+    lines = []
+    if n == 0 and fixed == 0:
+        lines.append("All checks passed!")
+    else:
+        if fixed:
+            lines.append(f"Found {n + fixed} error{'s' if n + fixed != 1 else ''} ({fixed} fixed, {n} remaining).")
+        else:
+            lines.append(f"Found {n} error{'s' if n != 1 else ''}.")
+        safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "safe")
+        unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe")
+        if safe and not opts.fix:
+            lines.append(f"[*] {safe} fixable with the `--fix` option.")
+        if unsafe and not opts.unsafe_fixes:
+            lines.append(f"{unsafe} more fix{'es' if unsafe != 1 else ''} available with `--fix --unsafe-fixes`.")
+    click.echo("\n".join(lines), err=False)

@@ -1,0 +1,176 @@
+"""Lint a set of files: discover, analyze each file (in parallel, cached), decide compile regions
+across files, then filter findings by region, selection and `# noqa`.
+
+torch and user code are never imported here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from dynalint.config import Config
+from dynalint.findings import Finding
+
+# Unreadable / undecodable files are findings too, so a run names them and goes on.
+IO_ERROR = "DYN002"
+
+
+@dataclass
+class SourceFile:
+    path: Path
+    display: str  # the name used in output
+    module: str
+    is_package: bool
+    text: Optional[str] = None  # given directly (stdin, editors)
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding] = field(default_factory=list)
+    files: int = 0
+    sources: dict[str, str] = field(default_factory=dict)  # display name -> text, when kept
+
+
+def module_name_for(path: Path, src_roots: Iterable[Path] = ()) -> tuple[str, bool]:
+    """Dotted module name as Python would import it: climb while the folder is a package."""
+    path = path.resolve()
+    is_package = path.name == "__init__.py"
+    for root in src_roots:
+        try:
+            rel = path.relative_to(root.resolve())
+        except ValueError:
+            continue
+        parts = list(rel.with_suffix("").parts)
+        if is_package:
+            parts = parts[:-1]
+        return ".".join(parts) or path.parent.name, is_package
+    parts = [] if is_package else [path.stem]
+    d = path.parent
+    while (d / "__init__.py").is_file() and d.parent != d:
+        parts.insert(0, d.name)
+        d = d.parent
+    if not parts:
+        parts = [path.parent.name]
+    return ".".join(parts), is_package
+
+
+def read_source(path: Path) -> str:
+    """Read a Python file honouring a PEP 263 coding cookie and a UTF-8 BOM."""
+    import io
+    import tokenize
+
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    text = raw.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def _analyze_one(args: tuple) -> tuple[str, dict]:
+    """Worker: returns (display, summary-as-dict). Runs in a child process for big runs."""
+    from dynalint.lint.analyzer import AnalyzerOptions, FileSummary, analyze_source
+
+    display, path, module, is_package, text, compiling_fns, cache_dir = args
+    cache = None
+    if cache_dir is not None:
+        from dynalint.cache import Cache
+
+        cache = Cache(Path(cache_dir))
+    if text is None:
+        try:
+            text = read_source(Path(path))
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+            summary = FileSummary(filename=display, module=module)
+            summary.findings.append(Finding(IO_ERROR, f"cannot read file: {reason}", display, 1, 1, 1, 1))
+            return display, summary.to_cache()
+    key = None
+    if cache is not None:
+        key = cache.key(text, display, module, is_package, compiling_fns)
+        hit = cache.get(key)
+        if hit is not None:
+            return display, hit
+    options = AnalyzerOptions(is_compiling_functions=frozenset(compiling_fns))
+    summary = analyze_source(text, display, module, is_package, options)
+    data = summary.to_cache()
+    if cache is not None and key is not None:
+        cache.put(key, data)
+    return display, data
+
+
+def analyze_files(
+    files: list[SourceFile],
+    config: Config,
+    jobs: int = 0,
+    cache_dir: Optional[Path] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+):
+    from dynalint.lint.analyzer import FileSummary
+
+    compiling = tuple(config.is_compiling_functions)
+    work = [
+        (f.display, str(f.path), f.module, f.is_package, f.text, compiling, str(cache_dir) if cache_dir else None)
+        for f in files
+    ]
+    jobs = jobs or os.cpu_count() or 1
+    results: dict[str, dict] = {}
+    if jobs > 1 and len(work) >= 8:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork") if hasattr(os, "fork") else None
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            chunk = max(1, min(32, len(work) // (jobs * 8)))
+            for i, (display, data) in enumerate(pool.map(_analyze_one, work, chunksize=chunk), start=1):
+                results[display] = data
+                if progress:
+                    progress(i, len(work))
+    else:
+        for i, item in enumerate(work, start=1):
+            display, data = _analyze_one(item)
+            results[display] = data
+            if progress:
+                progress(i, len(work))
+    return [FileSummary.from_cache(results[f.display]) for f in files]
+
+
+def select_findings(summaries, config: Config, extra_roots: Iterable[str] = ()) -> list[Finding]:
+    """Phase 2 and 3: keep findings in reachable functions, enabled, not suppressed by noqa."""
+    from dynalint.lint.regions import Project
+
+    project = Project(summaries, extra_roots=tuple(config.extra_roots) + tuple(extra_roots))
+    live = project.reachable()
+    out: list[Finding] = []
+    for s in summaries:
+        for f in s.findings:
+            if f.scope and f.scope not in live:
+                continue
+            if not config.is_enabled(f.code, f.filename):
+                continue
+            codes = s.noqa.get(f.row, False)
+            if codes is None or (codes and f.code in codes):
+                continue
+            out.append(f)
+    out.sort(key=Finding.sort_key)
+    return out
+
+
+def lint_files(files: list[SourceFile], config: Config, jobs: int = 0, cache_dir: Optional[Path] = None, progress=None) -> list[Finding]:
+    summaries = analyze_files(files, config, jobs=jobs, cache_dir=cache_dir, progress=progress)
+    return select_findings(summaries, config)
+
+
+def lint_source(source: str, filename: str = "<stdin>", config: Optional[Config] = None, context: Iterable[SourceFile] = ()) -> list[Finding]:
+    """Lint one in-memory source (editors, tests). `context` files help resolve bases and calls."""
+    config = config or Config()
+    path = Path(filename)
+    module, is_package = module_name_for(path, [Path(s) for s in config.src]) if filename != "<stdin>" else ("__main__", False)
+    target = SourceFile(path=path, display=filename, module=module, is_package=is_package, text=source)
+    others = [f for f in context if f.display != filename]
+    summaries = analyze_files([target, *others], config, jobs=1)
+    return [f for f in select_findings(summaries, config) if f.filename == filename]

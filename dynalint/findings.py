@@ -1,0 +1,80 @@
+"""The data every stage shares: findings, their fixes and edits.
+
+Rows are 1-based and columns 1-based (as ruff reports them); `end_*` point just past the node.
+Everything here is plain data so that findings can be cached as JSON and sent between processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, asdict
+from typing import Any, Optional
+
+SAFE = "safe"
+UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Edit:
+    content: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "location": {"row": self.row, "column": self.column},
+            "end_location": {"row": self.end_row, "column": self.end_column},
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: str  # SAFE or UNSAFE
+    message: str
+    edits: tuple[Edit, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applicability": self.applicability,
+            "message": self.message,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+
+@dataclass
+class Finding:
+    code: str
+    message: str
+    filename: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    fix: Optional[Fix] = None
+    # Qualified name of the function the finding sits in (used for reachability; not printed).
+    scope: str = ""
+    # Free-form hints a fixer may use (e.g. {"unused_result": True}); never printed.
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def sort_key(self) -> tuple:
+        return (self.filename, self.row, self.column, self.code)
+
+    def to_cache(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.fix is not None:
+            d["fix"] = {
+                "applicability": self.fix.applicability,
+                "message": self.fix.message,
+                "edits": [asdict(e) for e in self.fix.edits],
+            }
+        return d
+
+    @classmethod
+    def from_cache(cls, d: dict[str, Any]) -> "Finding":
+        d = dict(d)
+        fix = d.pop("fix", None)
+        if fix is not None:
+            fix = Fix(fix["applicability"], fix["message"], tuple(Edit(**e) for e in fix["edits"]))
+        return cls(fix=fix, **d)

@@ -1,0 +1,1 @@
+"""The fix stage: libcst-based autofixes and the machinery that applies them."""

@@ -1,0 +1,1 @@
+"""The lint stage: a libcst pass over the code that runs under torch.compile."""

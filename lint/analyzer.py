@@ -1,0 +1,1111 @@
+"""Phase 1 of linting: one file, no knowledge of other files.
+
+`analyze_source` parses a file with libcst and returns a `FileSummary`: what the file defines
+(classes with their bases, functions, imports), the calls each function makes (edges, resolved
+to dotted names where the file alone allows it), and the candidate findings in every function.
+Which functions really run under torch.compile is decided later across all files
+(`lint.regions`), so a summary depends only on the file's text and can be cached by content.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from dynalint.findings import Finding, Fix
+
+from . import kinds as K
+from .kinds import B, N, S, T, U, TENSORISH
+
+
+# --------------------------------------------------------------------------------------------
+# Summary data (plain, JSON-able)
+
+
+@dataclass
+class FunctionInfo:
+    qualname: str  # dotted: module.Class.method or module.func
+    cls: Optional[str]  # dotted class name when a method
+    name: str
+    compile_root: bool = False  # decorated with @torch.compile
+    disabled: bool = False  # decorated with @torch.compiler.disable and friends
+    # Calls made from live code: ("name", dotted) | ("self", method) | ("selfattr", attr, method)
+    # | ("super", method)
+    edges: list[tuple] = field(default_factory=list)
+
+
+@dataclass
+class ClassInfo:
+    qualname: str
+    bases: list[str]
+    methods: list[str]
+    # attribute -> dotted class names of the submodule(s) stored there (ModuleList elements too)
+    attr_types: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class FileSummary:
+    filename: str
+    module: str
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    compile_targets: list[str] = field(default_factory=list)  # dotted names given to torch.compile()
+    findings: list[Finding] = field(default_factory=list)
+    # Lines carrying `# noqa` comments: row -> None (bare) or list of codes.
+    noqa: dict[int, Optional[list[str]]] = field(default_factory=dict)
+
+    def to_cache(self) -> dict[str, Any]:
+        return {
+            "filename": self.filename,
+            "module": self.module,
+            "imports": self.imports,
+            "classes": {k: vars(v) for k, v in self.classes.items()},
+            "functions": {k: vars(v) for k, v in self.functions.items()},
+            "compile_targets": self.compile_targets,
+            "findings": [f.to_cache() for f in self.findings],
+            "noqa": {str(k): v for k, v in self.noqa.items()},
+        }
+
+    @classmethod
+    def from_cache(cls, d: dict[str, Any]) -> "FileSummary":
+        return cls(
+            filename=d["filename"],
+            module=d["module"],
+            imports=d["imports"],
+            classes={k: ClassInfo(**v) for k, v in d["classes"].items()},
+            functions={
+                k: FunctionInfo(**{**v, "edges": [tuple(e) for e in v["edges"]]}) for k, v in d["functions"].items()
+            },
+            compile_targets=d["compile_targets"],
+            findings=[Finding.from_cache(f) for f in d["findings"]],
+            noqa={int(k): v for k, v in d["noqa"].items()},
+        )
+
+
+@dataclass
+class AnalyzerOptions:
+    is_compiling_functions: frozenset[str] = frozenset()
+    rule_codes: Optional[frozenset[str]] = None  # None: all rules
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers on libcst nodes
+
+
+def dotted(node: cst.BaseExpression) -> Optional[str]:
+    """`a.b.c` -> "a.b.c"; anything else -> None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def call_func_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    return node.func if isinstance(node, cst.Call) else None
+
+
+def _terminates(block: cst.BaseSuite) -> bool:
+    """Does this block always leave the function (return/raise as its last statement)?"""
+    if isinstance(block, cst.IndentedBlock):
+        if not block.body:
+            return False
+        last = block.body[-1]
+    else:
+        last = block
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
+    return False
+
+
+def _param_names(params: cst.Parameters) -> list[cst.Param]:
+    return list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+
+
+TENSOR_ANNOTATION_WORDS = ("Tensor", "Parameter")
+
+
+def annotation_kind(ann: Optional[cst.Annotation]) -> Optional[str]:
+    if ann is None:
+        return None
+    code = cst.Module([]).code_for_node(ann.annotation)
+    if any(w in code for w in TENSOR_ANNOTATION_WORDS):
+        return T
+    return N
+
+
+# --------------------------------------------------------------------------------------------
+# File-level analysis
+
+
+class FileAnalyzer:
+    def __init__(self, module: cst.Module, filename: str, module_name: str, is_package: bool, options: AnalyzerOptions):
+        from .rules import rules_by_node_type
+
+        self.module = module
+        self.filename = filename
+        self.options = options
+        self.summary = FileSummary(filename=filename, module=module_name)
+        self.is_package = is_package
+        self.rules_by_type = rules_by_node_type(options.rule_codes)
+        self.pending: list[tuple[cst.CSTNode, str, str, dict, Optional[Fix], str]] = []
+        self.local_functions: dict[str, cst.FunctionDef] = {}
+        self.returns_tensor: dict[str, bool] = {}
+        self.logger_names: set[str] = set()
+        self.tensor_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding tensors
+        self.all_attrs: dict[str, set[str]] = {}  # class qualname -> attrs assigned in __init__
+        self.compile_called_names: set[str] = set()
+        # function qualname -> parameter positions / names that receive tensors in this file
+        self.param_hints: dict[str, set] = {}
+
+    # -- names ----------------------------------------------------------------------------
+    def resolve(self, name: str) -> str:
+        """Local dotted name -> fully qualified dotted name (through imports and local defs)."""
+        head, _, rest = name.partition(".")
+        imports = self.summary.imports
+        if head in imports:
+            base = imports[head]
+        elif head in self.local_functions or head in self._class_names:
+            base = f"{self.summary.module}.{head}"
+        else:
+            return name
+        return f"{base}.{rest}" if rest else base
+
+    def qualname(self, node: cst.BaseExpression) -> Optional[str]:
+        d = dotted(node)
+        return self.resolve(d) if d is not None else None
+
+    def _relative(self, level: int, module: Optional[str]) -> str:
+        parts = self.summary.module.split(".")
+        if not self.is_package:
+            parts = parts[:-1]
+        if level > 1:
+            parts = parts[: len(parts) - (level - 1)]
+        base = ".".join(parts)
+        if module:
+            return f"{base}.{module}" if base else module
+        return base
+
+    def collect_imports(self) -> None:
+        imports = self.summary.imports
+        for node in _walk_imports(self.module):
+            if isinstance(node, cst.Import):
+                for alias in node.names:
+                    full = dotted(alias.name)
+                    if full is None:
+                        continue
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        imports[alias.asname.name.value] = full
+                    else:
+                        head = full.split(".")[0]
+                        imports[head] = head
+            elif isinstance(node, cst.ImportFrom):
+                mod = dotted(node.module) if node.module is not None else None
+                level = len(node.relative)
+                base = self._relative(level, mod) if level else (mod or "")
+                if isinstance(node.names, cst.ImportStar):
+                    continue
+                for alias in node.names:
+                    name = alias.name.value if isinstance(alias.name, cst.Name) else dotted(alias.name)
+                    if name is None:
+                        continue
+                    local = (
+                        alias.asname.name.value
+                        if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                        else name
+                    )
+                    imports[local] = f"{base}.{name}" if base else name
+
+    # -- main -------------------------------------------------------------------------------
+    def run(self) -> FileSummary:
+        self._class_names = {s.name.value for s in self.module.body if isinstance(s, cst.ClassDef)}
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                self.local_functions[stmt.name.value] = stmt
+        self.collect_imports()
+        self._collect_module_level()
+        self.defs: list[tuple[cst.FunctionDef, str, Optional[str]]] = []
+        for stmt in self.module.body:
+            self._declare(stmt, prefix=self.summary.module, cls=None)
+        # Two cheap passes that only infer kinds: which functions return tensors, and which
+        # parameters receive tensors at call sites in this file (helpers called from forward).
+        for _ in range(2):
+            for fn, prefix, cls in self.defs:
+                key = f"{prefix}.{fn.name.value}"
+                ctx = FunctionContext(self, fn, key, cls, probe_only=True)
+                ctx.walk()
+                self.returns_tensor[key] = ctx.returns_tensor
+        for fn, prefix, cls in self.defs:
+            self._visit_function(fn, prefix, cls)
+        self._resolve_positions()
+        return self.summary
+
+    def _collect_module_level(self) -> None:
+        """Loggers and torch.compile(fn) targets anywhere in the file."""
+        collector = _ModuleScan(self)
+        self.module.visit(collector)
+
+    def _declare(self, stmt: cst.CSTNode, prefix: str, cls: Optional[str]) -> None:
+        if isinstance(stmt, cst.ClassDef):
+            self._declare_class(stmt, prefix)
+        elif isinstance(stmt, cst.FunctionDef):
+            self.defs.append((stmt, prefix, cls))
+        elif isinstance(stmt, (cst.If, cst.Try)):  # `if TYPE_CHECKING:` / version switches
+            for s in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
+                self._declare(s, prefix, cls)
+
+    def _declare_class(self, node: cst.ClassDef, prefix: str) -> None:
+        qual = f"{prefix}.{node.name.value}"
+        bases = []
+        for arg in node.bases:
+            if arg.keyword is not None:
+                continue
+            expr = arg.value
+            if isinstance(expr, cst.Subscript):  # Generic[T], nn.ModuleList[...]
+                expr = expr.value
+            q = self.qualname(expr)
+            if q is not None:
+                bases.append(q)
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        methods = [s.name.value for s in body if isinstance(s, cst.FunctionDef)]
+        info = ClassInfo(qualname=qual, bases=bases, methods=methods)
+        self.summary.classes[qual] = info
+        self.tensor_attrs[qual] = set()
+        self.all_attrs[qual] = set()
+        # __init__ (and other non-forward methods) tell which attributes are tensors or submodules.
+        for s in body:
+            if isinstance(s, cst.FunctionDef) and s.name.value != "forward":
+                self._scan_attr_assignments(s, qual, info)
+        for s in body:
+            if isinstance(s, cst.FunctionDef):
+                self.defs.append((s, qual, qual))
+            elif isinstance(s, cst.ClassDef):
+                self._declare_class(s, qual)
+
+    def _scan_attr_assignments(self, fn: cst.FunctionDef, cls: str, info: ClassInfo) -> None:
+        tensor_attrs = self.tensor_attrs[cls]
+        all_attrs = self.all_attrs[cls]
+        for node in _iter_nodes(fn.body):
+            if isinstance(node, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                value = node.value
+                for tgt in targets:
+                    if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
+                        attr = tgt.attr.value
+                        all_attrs.add(attr)
+                        if value is None:
+                            continue
+                        q = self.qualname(value.func) if isinstance(value, cst.Call) else None
+                        if q is not None and (
+                            q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+                            or (q.startswith("torch.") and not _torch_non_tensor(q) and not q.startswith("torch.nn."))
+                        ):
+                            tensor_attrs.add(attr)
+                        elif q is not None:
+                            types = _submodule_types(value, self)
+                            if types:
+                                info.attr_types[attr] = types
+            elif isinstance(node, cst.Call):
+                func = node.func
+                if (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value in ("register_buffer", "register_parameter")
+                    and node.args
+                    and isinstance(node.args[0].value, cst.SimpleString)
+                ):
+                    name = node.args[0].value.evaluated_value
+                    if isinstance(name, str):
+                        tensor_attrs.add(name)
+                        all_attrs.add(name)
+                elif isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) >= 2:
+                    pass
+
+    def _visit_function(self, node: cst.FunctionDef, prefix: str, cls: Optional[str]) -> None:
+        qual = f"{prefix}.{node.name.value}"
+        info = FunctionInfo(qualname=qual, cls=cls, name=node.name.value)
+        for dec in node.decorators:
+            expr = dec.decorator
+            q = self.qualname(expr.func if isinstance(expr, cst.Call) else expr)
+            if q in K.COMPILE_DECORATORS:
+                info.compile_root = True
+            if q in K.DISABLE_DECORATORS:
+                info.disabled = True
+            # functools.partial(torch.compile, ...) style decorators are rare enough to skip.
+        self.summary.functions[qual] = info
+        if info.disabled:
+            return
+        ctx = FunctionContext(self, node, qual, cls, info=info)
+        ctx.walk()
+
+    # -- reporting --------------------------------------------------------------------------
+    def add_finding(self, node: cst.CSTNode, code: str, message: str, scope: str, data: dict, fix) -> None:
+        self.pending.append((node, code, message, data, fix, scope))
+
+    def _resolve_positions(self) -> None:
+        if not self.pending:
+            return
+        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        positions = wrapper.resolve(PositionProvider)
+        seen = set()
+        for node, code, message, data, fix, scope in self.pending:
+            pos = positions[node]
+            key = (code, pos.start.line, pos.start.column, pos.end.line, pos.end.column)
+            if key in seen:
+                continue
+            seen.add(key)
+            if callable(fix):
+                try:
+                    fix = fix(positions, self.module)
+                except Exception:  # a fix generator bug must never lose the finding
+                    fix = None
+            self.summary.findings.append(
+                Finding(
+                    code=code,
+                    message=message,
+                    filename=self.filename,
+                    row=pos.start.line,
+                    column=pos.start.column + 1,
+                    end_row=pos.end.line,
+                    end_column=pos.end.column + 1,
+                    fix=fix,
+                    scope=scope,
+                    data=data,
+                )
+            )
+        self.summary.findings.sort(key=Finding.sort_key)
+
+
+def _torch_non_tensor(q: str) -> bool:
+    if q.startswith(K.TORCH_NON_TENSOR_PREFIXES):
+        return True
+    last = q.rsplit(".", 1)[-1]
+    return q.count(".") == 1 and last in K.TORCH_NON_TENSOR_FUNCS
+
+
+def _submodule_types(value: cst.BaseExpression, fa: FileAnalyzer) -> list[str]:
+    """`Block(...)` -> [Block]; `nn.ModuleList([Block(...) for _ in ...])` -> [Block]."""
+    if not isinstance(value, cst.Call):
+        return []
+    q = fa.qualname(value.func)
+    if q is None:
+        return []
+    if q in ("torch.nn.ModuleList", "torch.nn.Sequential"):
+        out = []
+        for arg in value.args:
+            v = arg.value
+            if isinstance(v, (cst.ListComp, cst.GeneratorExp)):
+                out += _submodule_types(v.elt, fa)
+            elif isinstance(v, (cst.List, cst.Tuple)):
+                for el in v.elements:
+                    out += _submodule_types(el.value, fa)
+            else:
+                out += _submodule_types(v, fa)
+        return out
+    if q.startswith("torch."):
+        return []
+    last = q.rsplit(".", 1)[-1]
+    return [q] if last[:1].isupper() else []
+
+
+def _walk_imports(module: cst.Module):
+    for node in _iter_nodes(module):
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            yield node
+
+
+def _iter_nodes(root: cst.CSTNode):
+    """All statement-level and expression nodes under root (children first order not needed)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
+
+
+class _ModuleScan(cst.CSTVisitor):
+    def __init__(self, fa: FileAnalyzer):
+        self.fa = fa
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call):
+            q = self.fa.qualname(node.value.func) or ""
+            if q.endswith(("getLogger", "get_logger")):
+                for t in node.targets:
+                    d = dotted(t.target)
+                    if d:
+                        self.fa.logger_names.add(d)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.fa.qualname(node.func)
+        if q == "torch.compile" and node.args and node.args[0].keyword is None:
+            target = node.args[0].value
+            if isinstance(target, cst.Call):  # torch.compile(Model(...))
+                target = target.func
+            t = self.fa.qualname(target)
+            if t is not None:
+                self.fa.summary.compile_targets.append(t)
+                self.fa.compile_called_names.add(t.rsplit(".", 1)[-1])
+
+
+# --------------------------------------------------------------------------------------------
+# Function-level walk: the code Dynamo would trace, with value kinds
+
+
+class FunctionContext(cst.CSTVisitor):
+    """Walks one function's live code in order, tracking which names hold tensors, and runs rules."""
+
+    def __init__(
+        self,
+        fa: FileAnalyzer,
+        fn: cst.FunctionDef,
+        qualname: str,
+        cls: Optional[str],
+        info: Optional[FunctionInfo] = None,
+        probe_only: bool = False,
+    ):
+        super().__init__()
+        self.fa = fa
+        self.fn = fn
+        self.qual = qualname
+        self.cls = cls
+        self.info = info
+        self.probe_only = probe_only  # only infer whether the function returns a tensor
+        self.env: dict[str, str] = {}
+        self.local_types: dict[str, tuple] = {}  # loop vars over submodule lists -> edge ref
+        self.returns_tensor = False
+        self.storing = False  # inside an assignment target
+        self.is_forward = fn.name.value == "forward" and cls is not None
+        self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
+        self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
+        self.class_info = fa.summary.classes.get(cls) if cls else None
+        self.nested_defs: set[str] = set()
+        # Ancestors of the node being checked, outermost first (statements included), so that a
+        # fix can find the statement and block around a finding.
+        self.stack: list[cst.CSTNode] = []
+
+    # -- public helpers for rules --------------------------------------------------------
+    @property
+    def filename(self) -> str:
+        return self.fa.filename
+
+    @property
+    def module(self) -> cst.Module:
+        return self.fa.module
+
+    def qualname(self, node: cst.BaseExpression) -> Optional[str]:
+        d = dotted(node)
+        if d is None:
+            return None
+        head = d.split(".")[0]
+        if head in self.env or head in self.nested_defs:
+            return None  # a local variable shadows any import
+        return self.fa.resolve(d)
+
+    def call_name(self, node: cst.Call) -> Optional[str]:
+        return self.qualname(node.func)
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        return self.kind(node) in TENSORISH
+
+    def is_logger(self, node: cst.BaseExpression) -> bool:
+        d = dotted(node)
+        if d is None:
+            return False
+        if d in self.fa.logger_names:
+            return True
+        q = self.qualname(node)
+        return q in ("logging", "logging.root") or (d.split(".")[-1] in ("logger", "_logger", "LOGGER", "log"))
+
+    def report(self, rule, node: cst.CSTNode, message: str, data: Optional[dict] = None, fix=None) -> None:
+        if self.probe_only:
+            return
+        self.fa.add_finding(node, rule.code, message, self.qual, data or {}, fix)
+
+    # -- walking --------------------------------------------------------------------------
+    def walk(self) -> None:
+        self._bind_params()
+        self._walk_block(self.fn.body)
+
+    def _bind_params(self) -> None:
+        params = _param_names(self.fn.params)
+        is_method = self.cls is not None and not any(
+            dotted(d.decorator) == "staticmethod" for d in self.fn.decorators
+        )
+        tensor_by_default = self.is_forward or (self.info is not None and self.info.compile_root) or (
+            self.cls is None and self.fn.name.value in self.fa.compile_called_names
+        )
+        hints = self.fa.param_hints.get(self.qual, ())
+        for i, p in enumerate(params):
+            name = p.name.value
+            if i == 0 and is_method:
+                self.env[name] = "SELF" if name == "self" else N
+                continue
+            ak = annotation_kind(p.annotation)
+            pos = i - 1 if is_method else i
+            if ak is not None:
+                self.env[name] = ak
+            elif (pos in hints or name in hints) and (p.default is None or _is_none(p.default)):
+                self.env[name] = T
+            elif tensor_by_default and (p.default is None or _is_none(p.default)):
+                self.env[name] = T
+            elif p.default is not None and not _is_none(p.default):
+                self.env[name] = N
+            else:
+                self.env[name] = U
+        for star in (self.fn.params.star_arg, self.fn.params.star_kwarg):
+            if isinstance(star, cst.Param):
+                self.env[star.name.value] = N
+
+    def _walk_block(self, suite: cst.BaseSuite) -> bool:
+        """Walk statements in order; returns True if the block surely left the function."""
+        stmts = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+        for stmt in stmts:
+            if self._walk_stmt(stmt):
+                return True
+        return False
+
+    def _walk_stmt(self, stmt: cst.CSTNode) -> bool:
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            self.stack.append(stmt)
+            try:
+                for small in stmt.body:
+                    small.visit(self)
+                    if isinstance(small, (cst.Return, cst.Raise)):
+                        return True
+            finally:
+                self.stack.pop()
+            return False
+        if isinstance(stmt, cst.If):
+            return self._walk_if(stmt)
+        if isinstance(stmt, cst.FunctionDef):
+            self.nested_defs.add(stmt.name.value)
+            saved = dict(self.env)
+            for p in _param_names(stmt.params):
+                self.env[p.name.value] = T if annotation_kind(p.annotation) == T else U
+            was_returns = self.returns_tensor
+            self._walk_block(stmt.body)
+            self.returns_tensor = was_returns
+            self.env = saved
+            return False
+        if isinstance(stmt, cst.ClassDef):
+            return False
+        stmt.visit(self)
+        return False
+
+    def _walk_if(self, node: cst.If) -> bool:
+        static = self.static_truth(node.test)
+        if static is True:
+            return self._walk_block(node.body)
+        if static is False:
+            if node.orelse is None:
+                return False
+            if isinstance(node.orelse, cst.If):
+                return self._walk_if(node.orelse)
+            return self._walk_block(node.orelse.body)
+        self.stack.append(node)
+        self._dispatch(node)
+        node.test.visit(self)
+        self.stack.pop()
+        before = dict(self.env)
+        body_exits = self._walk_block(node.body)
+        after_body = self.env
+        self.env = dict(before)
+        else_exits = False
+        if node.orelse is not None:
+            if isinstance(node.orelse, cst.If):
+                else_exits = self._walk_if(node.orelse)
+            else:
+                else_exits = self._walk_block(node.orelse.body)
+        self.env = _merge(after_body, self.env) if not body_exits else self.env
+        if body_exits and not else_exits:
+            pass
+        return body_exits and else_exits
+
+    def static_truth(self, test: cst.BaseExpression) -> Optional[bool]:
+        """Value of a test while Dynamo traces: True/False for is_compiling-style guards, else None."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.static_truth(test.expression)
+            return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation):
+            left = self.static_truth(test.left)
+            right = self.static_truth(test.right)
+            if isinstance(test.operator, cst.And):
+                if left is False or right is False:
+                    return False
+                if left is True and right is True:
+                    return True
+            else:
+                if left is True or right is True:
+                    return True
+                if left is False and right is False:
+                    return False
+            return None
+        if isinstance(test, cst.Call) and not test.args:
+            q = self.qualname(test.func)
+            if q is None:
+                return None
+            last = q.rsplit(".", 1)[-1]
+            if q in K.IS_COMPILING_NAMES or last in K.IS_COMPILING_HELPER_NAMES or last in self.fa.options.is_compiling_functions or q in self.fa.options.is_compiling_functions:
+                return True
+            if q in K.IS_SCRIPTING_NAMES:
+                return False
+        return None
+
+    # -- visitor hooks ----------------------------------------------------------------------
+    def _dispatch(self, node: cst.CSTNode) -> None:
+        if self.probe_only:
+            return
+        for rule in self.fa.rules_by_type.get(type(node), ()):
+            rule.check(node, self)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(node, cst.If):
+            self._walk_if(node)
+            return False
+        if isinstance(node, cst.IndentedBlock):
+            # Compound statements other than If: walk their blocks statement by statement.
+            self._walk_block(node)
+            return False
+        self._dispatch(node)
+        self.stack.append(node)
+        if super().on_visit(node):
+            return True
+        self.stack.pop()
+        return False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self.stack and self.stack[-1] is original_node:
+            self.stack.pop()
+        super().on_leave(original_node)
+
+    @property
+    def statement(self) -> Optional[cst.CSTNode]:
+        """The innermost simple statement line (or compound statement header) being checked."""
+        for node in reversed(self.stack):
+            if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.While, cst.For)):
+                return node
+        return None
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        node.value.visit(self)
+        value_kind = self.kind(node.value)
+        for t in node.targets:
+            self._bind(t.target, node.value, value_kind)
+            self._visit_target(t.target)
+        return False
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        if node.value is not None:
+            node.value.visit(self)
+            self._bind(node.target, node.value, self.kind(node.value))
+        self._visit_target(node.target)
+        return False
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        node.value.visit(self)
+        if isinstance(node.target, cst.Name):
+            vk = self.kind(node.value)
+            cur = self.env.get(node.target.value, U)
+            if vk in TENSORISH or cur in TENSORISH:
+                self.env[node.target.value] = T
+        self._visit_target(node.target)
+        return False
+
+    def _visit_target(self, target: cst.BaseExpression) -> None:
+        self.storing = True
+        try:
+            target.visit(self)
+        finally:
+            self.storing = False
+
+    def visit_For(self, node: cst.For) -> bool:
+        node.iter.visit(self)
+        it = node.iter
+        elem = U
+        ik = self.kind(it)
+        if ik in TENSORISH:
+            elem = T
+        self._bind(node.target, None, elem)
+        ref = self._submodule_list_ref(it)
+        if ref is not None and isinstance(node.target, cst.Name):
+            self.local_types[node.target.value] = ref
+        if isinstance(it, cst.Call) and self.qualname(it.func) == "enumerate" and it.args:
+            ref = self._submodule_list_ref(it.args[0].value)
+            if ref is not None and isinstance(node.target, cst.Tuple) and len(node.target.elements) == 2:
+                t2 = node.target.elements[1].value
+                if isinstance(t2, cst.Name):
+                    self.local_types[t2.value] = ref
+        before = dict(self.env)
+        self._walk_block(node.body)
+        self.env = _merge(before, self.env)
+        if node.orelse is not None:
+            self._walk_block(node.orelse.body)
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        node.test.visit(self)
+        before = dict(self.env)
+        self._walk_block(node.body)
+        self.env = _merge(before, self.env)
+        if node.orelse is not None:
+            self._walk_block(node.orelse.body)
+        return False
+
+    def visit_With(self, node: cst.With) -> bool:
+        for item in node.items:
+            item.item.visit(self)
+            if item.asname is not None:
+                self._bind(item.asname.name, item.item, U)
+        self._walk_block(node.body)
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            k = self.kind(node.value)
+            if k in TENSORISH:
+                self.returns_tensor = True
+            elif isinstance(node.value, cst.Tuple) and any(self.is_tensor(e.value) for e in node.value.elements):
+                self.returns_tensor = True
+
+    def visit_IfExp(self, node: cst.IfExp) -> bool:
+        static = self.static_truth(node.test)
+        if static is True:
+            node.body.visit(self)
+            return False
+        if static is False:
+            node.orelse.visit(self)
+            return False
+        return True
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
+        left = self.static_truth(node.left)
+        if (left is False and isinstance(node.operator, cst.And)) or (left is True and isinstance(node.operator, cst.Or)):
+            return False  # right side never runs while compiling
+        return True
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        node.iter.visit(self)
+        elem = T if self.is_tensor(node.iter) else U
+        self._bind(node.target, None, elem)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.probe_only:
+            self._record_call_site(node)
+            return
+        if self.info is None:
+            return
+        edge = self._edge_for(node)
+        if edge is not None and edge not in self.info.edges:
+            self.info.edges.append(edge)
+
+    def visit_Import(self, node) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node) -> bool:
+        return False
+
+    def _record_call_site(self, node: cst.Call) -> None:
+        func = node.func
+        key = None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and self.env.get(func.value.value) == "SELF":
+            if self.class_info is not None and func.attr.value in self.class_info.methods:
+                key = f"{self.cls}.{func.attr.value}"
+        elif isinstance(func, cst.Name) and func.value in self.fa.local_functions and func.value not in self.env:
+            key = f"{self.fa.summary.module}.{func.value}"
+        if key is None:
+            return
+        hints = None
+        for i, arg in enumerate(node.args):
+            if arg.star:
+                break
+            if self.is_tensor(arg.value):
+                if hints is None:
+                    hints = self.fa.param_hints.setdefault(key, set())
+                hints.add(arg.keyword.value if arg.keyword is not None else i)
+
+    # -- edges ------------------------------------------------------------------------------
+    def _submodule_list_ref(self, it: cst.BaseExpression) -> Optional[tuple]:
+        if isinstance(it, cst.Attribute) and isinstance(it.value, cst.Name) and it.value.value == "self":
+            return ("selfattr", it.attr.value, "forward")
+        return None
+
+    def _edge_for(self, node: cst.Call) -> Optional[tuple]:
+        func = node.func
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in self.local_types:
+                return self.local_types[name]
+            if name in self.env or name in self.nested_defs:
+                return None
+            if name in self.fa.local_functions or name in self.fa.summary.imports or name in self.fa._class_names:
+                return ("name", self.fa.resolve(name))
+            return None
+        if isinstance(func, cst.Attribute):
+            recv = func.value
+            meth = func.attr.value
+            if isinstance(recv, cst.Name) and self.env.get(recv.value) == "SELF":
+                return ("self", meth)
+            if (
+                isinstance(recv, cst.Attribute)
+                and isinstance(recv.value, cst.Name)
+                and self.env.get(recv.value.value) == "SELF"
+            ):
+                return ("selfattr", recv.attr.value, meth)
+            if isinstance(recv, cst.Call) and isinstance(recv.func, cst.Name) and recv.func.value == "super":
+                return ("super", meth)
+            q = self.qualname(func)
+            if q is not None and not q.startswith(("torch.", "numpy.", "math.")):
+                head = q.split(".")[0]
+                if head in self.fa.summary.imports.values() or "." in q:
+                    return ("name", q)
+            return None
+        if isinstance(func, cst.Subscript):
+            ref = self._submodule_list_ref(func.value)
+            return ref
+        return None
+
+    # -- binding and kinds ------------------------------------------------------------------
+    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], value_kind: str) -> None:
+        if isinstance(target, cst.Name):
+            self.env[target.value] = value_kind
+            self.local_types.pop(target.value, None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elems = [e.value for e in target.elements]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elems):
+                for t, v in zip(elems, value.elements):
+                    self._bind(t, v.value, self.kind(v.value))
+            else:
+                k = value_kind if value_kind in (T, B, S) else U
+                if k == B:
+                    k = T
+                for t in elems:
+                    self._bind(t, None, k)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, None, U)
+
+    def kind(self, node: cst.BaseExpression) -> str:
+        if isinstance(node, cst.Name):
+            v = node.value
+            if v in ("True", "False", "None"):
+                return N
+            k = self.env.get(v)
+            if k is None:
+                if v in self.local_types:
+                    return U
+                return U
+            return U if k == "SELF" else k
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return N
+        if isinstance(node, cst.Attribute):
+            attr = node.attr.value
+            base = node.value
+            if isinstance(base, cst.Name) and self.env.get(base.value) == "SELF":
+                if attr in self.tensor_attrs:
+                    return T
+                if attr == "training":
+                    return N
+                return U
+            bk = self.kind(base)
+            if bk in TENSORISH:
+                if attr in K.SHAPE_ATTRS:
+                    return S
+                if attr in K.NON_TENSOR_ATTRS:
+                    return N
+                if attr in K.TENSOR_ATTRS:
+                    return T
+                return U
+            return U
+        if isinstance(node, cst.Call):
+            return self._call_kind(node)
+        if isinstance(node, cst.Subscript):
+            bk = self.kind(node.value)
+            if bk in TENSORISH:
+                return bk
+            if bk == S:
+                return S
+            return U
+        if isinstance(node, cst.BinaryOperation):
+            lk, rk = self.kind(node.left), self.kind(node.right)
+            if lk in TENSORISH or rk in TENSORISH:
+                if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and B in (lk, rk):
+                    return B
+                return T
+            if S in (lk, rk) and all(k in (S, N) for k in (lk, rk)):
+                return S
+            if lk == N and rk == N:
+                return N
+            return U
+        if isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not):
+                return N
+            return self.kind(node.expression)
+        if isinstance(node, cst.Comparison):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+                return N
+            kinds_ = [self.kind(node.left)] + [self.kind(c.comparator) for c in node.comparisons]
+            if any(k in TENSORISH for k in kinds_):
+                return B
+            if S in kinds_:
+                return "SB"
+            return N if all(k == N for k in kinds_) else U
+        if isinstance(node, cst.BooleanOperation):
+            lk, rk = self.kind(node.left), self.kind(node.right)
+            if lk in TENSORISH or rk in TENSORISH:
+                return T
+            return U
+        if isinstance(node, cst.IfExp):
+            bk, ok = self.kind(node.body), self.kind(node.orelse)
+            if bk in TENSORISH or ok in TENSORISH:
+                return T
+            return bk if bk == ok else U
+        if isinstance(node, (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+            return N
+        return U
+
+    def _call_kind(self, node: cst.Call) -> str:
+        func = node.func
+        q = self.qualname(func)
+        if q is not None:
+            if "." not in q and q in K.NON_TENSOR_BUILTINS:
+                if q == "len" and node.args and self.is_tensor(node.args[0].value):
+                    return S
+                if q == "int" and node.args and self.kind(node.args[0].value) == S:
+                    return S
+                return N
+            if q.startswith("torch."):
+                if q in ("torch.nn.functional", ) or _torch_non_tensor(q):
+                    return N
+                if q.startswith("torch.nn.") and not q.startswith("torch.nn.functional."):
+                    return U  # building modules
+                last = q.rsplit(".", 1)[-1]
+                if last in K.BOOL_TORCH_FUNCS:
+                    return B
+                if last in ("is_tensor", "is_floating_point", "is_complex", "is_nonzero"):
+                    return N
+                return T
+            if q.startswith(("math.", "numpy.", "time.", "random.", "os.", "warnings.", "logging.")):
+                return N
+        if isinstance(func, cst.Attribute):
+            recv = func.value
+            meth = func.attr.value
+            if isinstance(recv, cst.Name) and self.env.get(recv.value) == "SELF":
+                methods = self.class_info.methods if self.class_info else []
+                if meth in methods:
+                    return T if self.fa.returns_tensor.get(f"{self.cls}.{meth}") else U
+                if meth in self.all_attrs and meth not in self.tensor_attrs:
+                    return T  # a submodule call
+                return U
+            rk = self.kind(recv)
+            if rk in TENSORISH:
+                if meth in K.SIZE_METHODS:
+                    return S
+                if meth in K.NON_TENSOR_METHODS:
+                    return N
+                if meth in K.BOOL_METHODS:
+                    return B
+                return T
+            if rk == S and meth in ("numel",):
+                return S
+            return U
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in self.local_types:
+                return T
+            if name in self.fa.local_functions:
+                return T if self.fa.returns_tensor.get(f"{self.fa.summary.module}.{name}") else U
+            return U
+        if isinstance(func, cst.Subscript):
+            if self._submodule_list_ref(func.value) is not None:
+                return T
+        return U
+
+
+def _syntax_error_summary(source: str, filename: str, module_name: str, exc: Exception) -> FileSummary:
+    """DYN001 at the position Python itself reports (libcst's position is often a line late)."""
+    summary = FileSummary(filename=filename, module=module_name)
+    row, col = getattr(exc, "raw_line", 1) or 1, (getattr(exc, "raw_column", 0) or 0) + 1
+    msg = "invalid syntax"
+    try:
+        compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        msg = err.msg or msg
+        row, col = err.lineno or row, err.offset or col
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    summary.findings.append(Finding("DYN001", f"SyntaxError: {msg}", filename, row, col, row, col))
+    return summary
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _merge(a: dict[str, str], b: dict[str, str]) -> dict[str, str]:
+    out = dict(a)
+    for k, v in b.items():
+        if k not in out:
+            out[k] = v
+        elif out[k] != v:
+            if v in TENSORISH or out[k] in TENSORISH:
+                out[k] = T
+            else:
+                out[k] = U
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Noqa
+
+
+def parse_noqa(source: str) -> dict[int, Optional[list[str]]]:
+    out: dict[int, Optional[list[str]]] = {}
+    if "noqa" not in source:
+        return out
+    import re
+
+    pat = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+    for row, line in enumerate(source.splitlines(), start=1):
+        if "#" not in line:
+            continue
+        m = pat.search(line)
+        if m:
+            codes = m.group("codes")
+            out[row] = None if not codes else [c.upper() for c in re.split(r"[,\s]+", codes) if c]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+def analyze_source(
+    source: str,
+    filename: str,
+    module_name: str = "__main__",
+    is_package: bool = False,
+    options: Optional[AnalyzerOptions] = None,
+) -> FileSummary:
+    options = options or AnalyzerOptions()
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        return _syntax_error_summary(source, filename, module_name, exc)
+    except RecursionError:
+        summary = FileSummary(filename=filename, module=module_name)
+        summary.findings.append(
+            Finding("DYN001", "SyntaxError: file too deeply nested to parse", filename, 1, 1, 1, 1)
+        )
+        return summary
+    fa = FileAnalyzer(module, filename, module_name, is_package, options)
+    summary = fa.run()
+    summary.noqa = parse_noqa(source)
+    return summary

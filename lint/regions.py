@@ -1,0 +1,191 @@
+"""Phase 2 of linting: across all files, which functions run under torch.compile.
+
+Roots are `forward` of every nn.Module subclass (bases resolved across the linted files),
+functions decorated with `@torch.compile`, functions passed to `torch.compile(...)`, and
+configured extra roots. Everything reachable from a root through the call edges each file
+recorded is in the compile region. Cheap: no parsing, only dictionaries.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Iterable, Optional
+
+from .analyzer import ClassInfo, FileSummary, FunctionInfo
+from .kinds import NON_MODULE_BASES
+
+
+class Project:
+    def __init__(self, summaries: Iterable[FileSummary], extra_roots: Iterable[str] = ()):
+        self.summaries = list(summaries)
+        self.classes: dict[str, ClassInfo] = {}
+        self.functions: dict[str, FunctionInfo] = {}
+        self.aliases: dict[str, str] = {}
+        self.modules: set[str] = set()
+        for s in self.summaries:
+            self.modules.add(s.module)
+            self.classes.update(s.classes)
+            self.functions.update(s.functions)
+            for local, target in s.imports.items():
+                self.aliases[f"{s.module}.{local}"] = target
+        self.extra_roots = list(extra_roots)
+        self._module_cache: dict[str, bool] = {}
+        self._subclasses: dict[str, list[str]] = {}
+        for c in self.classes.values():
+            for b in c.bases:
+                rb = self.canonical(b)
+                self._subclasses.setdefault(rb, []).append(c.qualname)
+
+    # -- names ------------------------------------------------------------------------------
+    def canonical(self, name: str) -> str:
+        """Follow re-exports (`pkg.f` imported in pkg/__init__ from pkg.ops) to the definition."""
+        seen = set()
+        while name not in self.classes and name not in self.functions and name not in seen:
+            seen.add(name)
+            if name in self.aliases:
+                name = self.aliases[name]
+                continue
+            # pkg.mod.Class.method where pkg.mod.Class is an alias
+            head, _, last = name.rpartition(".")
+            if head and head in self.aliases:
+                name = f"{self.aliases[head]}.{last}"
+                continue
+            break
+        return name
+
+    # -- module-ness --------------------------------------------------------------------------
+    def is_module(self, cls: str, depth: int = 0) -> bool:
+        cls = self.canonical(cls)
+        if cls in self._module_cache:
+            return self._module_cache[cls]
+        self._module_cache[cls] = False  # cycles
+        result = False
+        if cls.startswith("torch.nn."):
+            result = True
+        elif cls in self.classes and depth < 50:
+            result = any(self._base_is_module(b, depth) for b in self.classes[cls].bases)
+        self._module_cache[cls] = result
+        return result
+
+    def _base_is_module(self, base: str, depth: int) -> bool:
+        b = self.canonical(base)
+        if b in self.classes or b.startswith("torch.nn."):
+            return self.is_module(b, depth + 1)
+        if b in NON_MODULE_BASES or b.split(".")[-1] in NON_MODULE_BASES:
+            return False
+        if b.startswith(("torch.", "typing.", "abc.", "enum.", "collections.", "dataclasses.")):
+            return False
+        # A base from outside the linted files (PreTrainedModel, LightningModule, ...): treat it
+        # as a module; only classes with a forward become roots, so config/data classes stay out.
+        return "." in b
+
+    def mro(self, cls: str) -> list[str]:
+        out, queue, seen = [], [self.canonical(cls)], set()
+        while queue:
+            c = queue.pop(0)
+            if c in seen or c not in self.classes:
+                continue
+            seen.add(c)
+            out.append(c)
+            queue.extend(self.canonical(b) for b in self.classes[c].bases)
+        return out
+
+    def find_method(self, cls: str, name: str) -> Optional[str]:
+        for c in self.mro(cls):
+            if name in self.classes[c].methods:
+                return f"{c}.{name}"
+        return None
+
+    def subclasses(self, cls: str) -> list[str]:
+        out, queue, seen = [], [cls], set()
+        while queue:
+            c = queue.pop()
+            for s in self._subclasses.get(c, ()):
+                if s not in seen:
+                    seen.add(s)
+                    out.append(s)
+                    queue.append(s)
+        return out
+
+    def attr_types(self, cls: str, attr: str) -> list[str]:
+        for c in self.mro(cls):
+            types = self.classes[c].attr_types.get(attr)
+            if types:
+                return [self.canonical(t) for t in types]
+        return []
+
+    # -- roots and reachability ------------------------------------------------------------------
+    def roots(self) -> list[str]:
+        roots = []
+        for cls in self.classes:
+            if self.is_module(cls):
+                fwd = self.find_method(cls, "forward")
+                if fwd is not None:
+                    roots.append(fwd)
+        for f in self.functions.values():
+            if f.compile_root:
+                roots.append(f.qualname)
+        for s in self.summaries:
+            for t in s.compile_targets:
+                roots.extend(self._callable_targets(self.canonical(t)))
+        for r in self.extra_roots:
+            roots.extend(self._callable_targets(self.canonical(r)))
+        return roots
+
+    def _callable_targets(self, name: str) -> list[str]:
+        if name in self.functions:
+            return [name]
+        if name in self.classes:
+            fwd = self.find_method(name, "forward")
+            return [fwd] if fwd else []
+        return []
+
+    def resolve_edge(self, fn: FunctionInfo, edge: tuple) -> list[str]:
+        kind = edge[0]
+        if kind == "name":
+            return self._callable_targets(self.canonical(edge[1]))
+        if fn.cls is None:
+            return []
+        if kind == "self":
+            meth = edge[1]
+            found = self.find_method(fn.cls, meth)
+            out = [found] if found else []
+            for sub in self.subclasses(fn.cls):
+                if meth in self.classes[sub].methods:
+                    out.append(f"{sub}.{meth}")
+            if not out:  # self.block(x): a submodule stored on self
+                for t in self.attr_types(fn.cls, meth):
+                    out += self._callable_targets(t)
+            return out
+        if kind == "selfattr":
+            attr, meth = edge[1], edge[2]
+            out = []
+            for t in self.attr_types(fn.cls, attr):
+                m = self.find_method(t, meth)
+                if m:
+                    out.append(m)
+            return out
+        if kind == "super":
+            meth = edge[1]
+            for base in self.mro(fn.cls)[1:]:
+                if meth in self.classes[base].methods:
+                    return [f"{base}.{meth}"]
+            return []
+        return []
+
+    def reachable(self) -> set[str]:
+        seen: set[str] = set()
+        queue = deque(self.roots())
+        while queue:
+            q = queue.popleft()
+            if q in seen or q not in self.functions:
+                continue
+            fn = self.functions[q]
+            if fn.disabled:
+                continue
+            seen.add(q)
+            for edge in fn.edges:
+                for target in self.resolve_edge(fn, edge):
+                    if target not in seen:
+                        queue.append(target)
+        return seen

@@ -1,0 +1,76 @@
+"""What a rule is: a code, docs (the module docstring), node types it looks at, examples and probes.
+
+A rule never walks the tree itself. The analyzer walks only the code Dynamo would trace (compile
+regions, live branches) and calls `check(node, ctx)` for every node whose type the rule names, with
+`ctx` knowing which names hold tensors at that point. That keeps one pass per file for all rules.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Iterable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+    from .analyzer import FunctionContext
+
+# What Dynamo does with an example, as checked by tests/test_probes.py on the installed torch.
+BREAKS = "break"  # at least one graph-break reason
+CLEAN = "clean"  # one graph, no break reasons
+RECOMPILES = "recompile"  # compiled with dynamic=True, a second input shape compiles the frame again
+NO_RECOMPILE = "no_recompile"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A snippet that is both a lint test case and a Dynamo probe.
+
+    Lines that must be reported end with `# expect: CODE`. `inputs` is evaluated with torch in scope
+    to build the probe's arguments; `dynamo` is what Dynamo must do with it (None: not probed, with
+    `why` saying why).
+    """
+
+    code: str
+    dynamo: str | None = None
+    inputs: str = "(torch.randn(4, 4),)"
+    # For RECOMPILES probes: a second argument tuple with other shapes.
+    inputs2: str = "(torch.randn(8, 8),)"
+    # Calls made on the target for a probe (recompile probes on module state call it several times).
+    calls: int = 1
+    why: str = ""
+
+    @property
+    def source(self) -> str:
+        return textwrap.dedent(self.code).lstrip("\n")
+
+    def expected(self) -> list[tuple[int, str]]:
+        out = []
+        for row, line in enumerate(self.source.splitlines(), start=1):
+            if "# expect:" in line:
+                for code in line.split("# expect:", 1)[1].replace(",", " ").split():
+                    out.append((row, code.strip()))
+        return sorted(out)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    # "error" for graph breaks, "warning" for recompiles, "info" for host syncs.
+    severity: ClassVar[str] = "error"
+    node_types: ClassVar[tuple[type, ...]] = ()
+    # Which fix applicability this rule can offer (None, "safe", "unsafe", "sometimes").
+    fixable: ClassVar[str | None] = None
+    invalid: ClassVar[tuple[Example, ...]] = ()
+    valid: ClassVar[tuple[Example, ...]] = ()
+
+    @classmethod
+    def docs(cls) -> str:
+        import sys
+
+        return textwrap.dedent(sys.modules[cls.__module__].__doc__ or "").strip()
+
+    def check(self, node: "cst.CSTNode", ctx: "FunctionContext") -> Iterable[tuple["cst.CSTNode", str]] | None:
+        """Yield (node to report, message). Report through ctx.report for fixes."""
+        raise NotImplementedError

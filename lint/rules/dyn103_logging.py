@@ -1,0 +1,106 @@
+"""DYN103: `logging` call in compiled code.
+
+## What it does
+Finds calls to `logging.info(...)` and friends and to logger objects (`logger.warning(...)`,
+transformers' `logger.warning_once(...)`) in a compile region. Loggers are recognised by being
+assigned from `logging.getLogger(...)` / `get_logger(...)` or by their name (`logger`, `log`).
+
+## Why it breaks the graph
+Dynamo does not trace `logging.Logger` methods ("logging.Logger method not supported for
+non-export cases"); module-level `logging.warning` fails too. Each call splits the graph.
+
+## Example
+```python
+def forward(self, x):
+    logger.info("input %s", x.shape)
+    return self.fc(x)
+```
+
+## Use instead
+Log outside the compiled region, or guard it (the autofix does this):
+```python
+    if not torch.compiler.is_compiling():
+        logger.info("input %s", x.shape)
+```
+"""
+
+import libcst as cst
+
+from ..rule import BREAKS, CLEAN, Example, Rule
+
+LOG_METHODS = frozenset(
+    {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log", "warning_once", "info_once", "warning_advice"}
+)
+
+
+class LoggingCall(Rule):
+    code = "DYN103"
+    name = "logging-in-compiled-region"
+    summary = "`logging` call breaks the graph"
+    node_types = (cst.Call,)
+    fixable = "safe"
+
+    def check(self, node, ctx):
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in LOG_METHODS:
+            return
+        q = ctx.qualname(func)
+        if q is not None and q.startswith("logging.") and q.count(".") == 1:
+            ctx.report(self, node, f"`{q}()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`")
+        elif ctx.is_logger(func.value):
+            ctx.report(self, node, f"logger call `.{func.attr.value}()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`")
+
+    invalid = (
+        Example(
+            """
+            import logging
+            import torch
+
+            log = logging.getLogger(__name__)
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                log.info("val %s", y.shape)  # expect: DYN103
+                return y + 1
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import logging
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                logging.warning("hi")  # expect: DYN103
+                return y + 1
+            """,
+            dynamo=BREAKS,
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import logging
+            import torch
+
+            logger = logging.getLogger(__name__)
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                if not torch.compiler.is_compiling():
+                    logger.info("val %s", y.shape)
+                return y + 1
+
+            def fit(x):
+                logger.info("loss %s", f(x).sum().item())
+            """,
+            dynamo=CLEAN,
+        ),
+    )
+
+
+RULE = LoggingCall

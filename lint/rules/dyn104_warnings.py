@@ -1,0 +1,75 @@
+"""DYN104: `warnings.warn` in compiled code.
+
+## What it does
+Finds `warnings.warn(...)` and `warnings.warn_explicit(...)` in a compile region.
+
+## Why it breaks the graph
+Dynamo marks the `warnings` module as skipped ("Attempted to call function marked as
+skipped"): the call splits the graph, every time forward runs.
+
+## Example
+```python
+def forward(self, x):
+    if self.deprecated_flag:
+        warnings.warn("flag is deprecated")
+    return x
+```
+
+## Use instead
+Warn once at construction time (`__init__`), or guard the call with
+`if not torch.compiler.is_compiling():` (the autofix does this).
+"""
+
+import libcst as cst
+
+from ..rule import BREAKS, CLEAN, Example, Rule
+
+
+class WarningsWarn(Rule):
+    code = "DYN104"
+    name = "warnings-in-compiled-region"
+    summary = "`warnings.warn()` breaks the graph"
+    node_types = (cst.Call,)
+    fixable = "safe"
+
+    def check(self, node, ctx):
+        q = ctx.call_name(node)
+        if q in ("warnings.warn", "warnings.warn_explicit"):
+            ctx.report(self, node, f"`{q}()` breaks the graph; warn in `__init__` or guard with `if not torch.compiler.is_compiling():`")
+
+    invalid = (
+        Example(
+            """
+            import warnings
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                warnings.warn("careful")  # expect: DYN104
+                return y + 1
+            """,
+            dynamo=BREAKS,
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import warnings
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    warnings.warn("built once, eagerly")
+
+                def forward(self, x):
+                    return x * 2
+            """,
+            dynamo=CLEAN,
+        ),
+    )
+
+
+RULE = WarningsWarn

@@ -1,0 +1,113 @@
+"""DYN110: `Tensor.item()`, or `int()` / `float()` / `bool()` of a tensor, in compiled code.
+
+## What it does
+Finds `.item()` calls and `int(t)`, `float(t)`, `bool(t)` where `t` is a tensor, in a compile
+region. `.item()` in a training loop outside any compiled region is not reported.
+
+## Why it breaks the graph
+Turning a tensor into a Python number needs its value, which does not exist while tracing.
+With the default `capture_scalar_outputs=False` Dynamo breaks the graph ("Unsupported
+Tensor.item() call"); on GPU the read is also a device-to-host sync.
+
+## Example
+```python
+def forward(self, x):
+    scale = x.abs().max().item()
+    return x / scale
+```
+
+## Use instead
+Keep the value a tensor: `x / x.abs().max()` (the unsafe autofix drops `.item()` when the value
+only feeds tensor arithmetic). To report a number, return the tensor and call `.item()` outside
+the compiled model.
+"""
+
+import libcst as cst
+
+from ..rule import BREAKS, CLEAN, Example, Rule
+
+
+class ItemCall(Rule):
+    code = "DYN110"
+    name = "tensor-to-python-scalar"
+    summary = "`.item()` / `int(tensor)` breaks the graph"
+    node_types = (cst.Call,)
+    fixable = "sometimes"
+
+    def check(self, node, ctx):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
+            recv_kind = ctx.kind(func.value)
+            if recv_kind in ("N", "S"):
+                return
+            ctx.report(self, node, "`.item()` reads a tensor value and breaks the graph; keep it a tensor or return it")
+            return
+        if isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and len(node.args) == 1:
+            if ctx.call_name(node) == func.value and ctx.is_tensor(node.args[0].value):
+                ctx.report(self, node, f"`{func.value}()` of a tensor reads its value and breaks the graph; keep it a tensor")
+
+    invalid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                m = x.mean().item()  # expect: DYN110
+                return x - m
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                n = int(x.sum())  # expect: DYN110
+                return x * n
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                i = x.argmax().item()  # expect: DYN110
+                return x.flatten()[i]
+            """,
+            dynamo=BREAKS,
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                return x - x.mean()
+
+            def train_step(x):
+                loss = f(x).sum()
+                return loss.item()  # outside the compiled region
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                n = int(x.shape[0])
+                return x * n
+            """,
+            dynamo=CLEAN,
+        ),
+    )
+
+
+RULE = ItemCall

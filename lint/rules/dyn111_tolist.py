@@ -1,0 +1,81 @@
+"""DYN111: `Tensor.tolist()` in compiled code.
+
+## What it does
+Finds `.tolist()` calls on tensors in a compile region.
+
+## Why it breaks the graph
+A Python list of the tensor's values needs the data, which tracing does not have: Dynamo breaks
+("Tensor.tolist() with non-integer tensor", or "Data dependent operator" for integer tensors).
+
+## Example
+```python
+def forward(self, x, lengths):
+    for n in lengths.tolist():
+        ...
+```
+
+## Use instead
+Stay in tensor land (`torch.split(x, sizes)` accepts a tensor in many cases, masks instead of
+per-row Python loops), or compute the list before calling the compiled model and pass it in.
+"""
+
+import libcst as cst
+
+from ..rule import BREAKS, CLEAN, Example, Rule
+
+
+class TolistCall(Rule):
+    code = "DYN111"
+    name = "tensor-tolist"
+    summary = "`.tolist()` breaks the graph"
+    node_types = (cst.Call,)
+
+    def check(self, node, ctx):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "tolist" and not node.args:
+            if ctx.kind(func.value) in ("N", "S"):
+                return
+            ctx.report(self, node, "`.tolist()` reads tensor values and breaks the graph")
+
+    invalid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                sizes = (x > 0).int().sum(0).tolist()  # expect: DYN111
+                return x * len(sizes)
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                vals = x.sum(0).tolist()  # expect: DYN111
+                return x * vals[0]
+            """,
+            dynamo=BREAKS,
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                return x.sum(0)
+
+            def report(x):
+                return f(x).tolist()
+            """,
+            dynamo=CLEAN,
+        ),
+    )
+
+
+RULE = TolistCall

@@ -1,0 +1,184 @@
+"""DYN120: Python control flow on a tensor's value.
+
+## What it does
+Finds `if`, `elif`, `while` and conditional expressions whose condition is a tensor, `and` / `or` /
+`not` applied to tensors, and the builtins `all()` / `any()` over a tensor, in a compile region.
+Conditions on metadata are not reported: `x is None`, `self.training`, `x.dim() == 3`,
+`isinstance(...)`, config values. Shape conditions are DYN201.
+
+## Why it breaks the graph
+Which branch runs depends on the tensor's data, which Dynamo does not know while tracing. It
+stops the graph at the condition ("generic_jump TensorVariable()"), runs the branch eagerly and
+compiles what follows separately, for every call.
+
+## Example
+```python
+def forward(self, x):
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+```
+
+## Use instead
+Compute both sides and select: `torch.where(x.sum() > 0, x * 2, x - 1)` (the unsafe autofix
+does this for simple branches), or `torch.cond(pred, true_fn, false_fn, (x,))` for branches with
+different work.
+"""
+
+import libcst as cst
+
+from ..rule import BREAKS, CLEAN, Example, Rule
+
+MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torch.cond`"
+
+
+class TensorControlFlow(Rule):
+    code = "DYN120"
+    name = "tensor-control-flow"
+    summary = "Python branch on a tensor's value"
+    node_types = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.UnaryOperation, cst.Call)
+    fixable = "sometimes"
+
+    def check(self, node, ctx):
+        if isinstance(node, (cst.If, cst.While, cst.IfExp)):
+            test = node.test
+            if isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)):
+                return  # the operands are checked on their own
+            if ctx.is_tensor(test):
+                what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
+                ctx.report(self, test, MESSAGE.format(what=what))
+        elif isinstance(node, cst.BooleanOperation):
+            op = "and" if isinstance(node.operator, cst.And) else "or"
+            for operand in (node.left, node.right):
+                if isinstance(operand, (cst.BooleanOperation, cst.UnaryOperation)):
+                    continue
+                if ctx.is_tensor(operand):
+                    ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"))
+        elif isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not) and not isinstance(node.expression, cst.BooleanOperation):
+                if ctx.is_tensor(node.expression):
+                    ctx.report(self, node.expression, MESSAGE.format(what="`not`"))
+        elif isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Name) and node.func.value in ("all", "any") and len(node.args) == 1:
+                if ctx.call_name(node) == node.func.value and ctx.is_tensor(node.args[0].value):
+                    ctx.report(self, node, MESSAGE.format(what=f"builtin `{node.func.value}()`"))
+
+    invalid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                if torch.rand(1) > 0.5:  # expect: DYN120
+                    return x * 2
+                return x - 1
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x.relu()
+                return y + 1 if y.sum() > 0 else y - 1  # expect: DYN120
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                while y.abs().max() > 1:  # expect: DYN120
+                    y = y / 2
+                return y
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                positive = all(y[0] > 0)  # expect: DYN120
+                return y + positive
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("initted", torch.tensor(False))
+
+                def forward(self, x):
+                    if not self.initted:  # expect: DYN120
+                        x = x * 2
+                    return x + 1
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x, mask=None):
+                if mask is not None and mask.any():  # expect: DYN120
+                    x = x.masked_fill(mask, 0.0)
+                return x * 2
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(4, 4), torch.randn(4, 4) > 0)",
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+
+                def forward(self, x, mask=None):
+                    if mask is None:
+                        mask = torch.ones_like(x)
+                    if self.training:
+                        x = x * 0.9
+                    if x.dim() == 3:
+                        x = x.flatten(0, 1)
+                    y = self.proj(x) * mask
+                    return torch.where(y.sum() > 0, y * 2, y - 1)
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x, use_bias: bool = True):
+                if use_bias and isinstance(x, torch.Tensor):
+                    x = x + 1
+                return x
+            """,
+            dynamo=CLEAN,
+        ),
+    )
+
+
+RULE = TensorControlFlow

@@ -1,0 +1,100 @@
+"""DYN121: Python loop whose trip count comes from tensor values.
+
+## What it does
+Finds `for` loops (and comprehensions) over `range(t)` where `t` is a tensor value
+(`range(x.max())`), and over the result of an operator whose length depends on data
+(`for c in torch.unique(labels)`, `x.nonzero()`, boolean-mask indexing), in a compile region.
+Loops over `range(5)` or `range(x.size(0))` are unrolled by Dynamo and are not reported here.
+
+## Why it breaks the graph
+Dynamo unrolls Python loops, so it must know how many iterations there are while tracing. When
+that number is a tensor's value, it has to leave the graph to read it.
+
+## Example
+```python
+def forward(self, x, labels):
+    out = []
+    for c in torch.unique(labels):
+        out.append(x[labels == c].mean(0))
+    return torch.stack(out)
+```
+
+## Use instead
+Vectorise over the classes (`scatter_reduce`, `index_add_`, one-hot matmul) with a static
+number of classes, or do the grouping outside the compiled region.
+"""
+
+import libcst as cst
+
+from ..rule import BREAKS, CLEAN, Example, Rule
+
+DATA_DEPENDENT_LENGTH = frozenset(
+    {"unique", "unique_consecutive", "nonzero", "masked_select", "argwhere", "bincount"}
+)
+
+
+class DataDependentLoop(Rule):
+    code = "DYN121"
+    name = "data-dependent-loop"
+    summary = "Loop length comes from tensor values"
+    node_types = (cst.For, cst.CompFor)
+
+    def check(self, node, ctx):
+        it = node.iter
+        if isinstance(it, cst.Call) and ctx.call_name(it) == "range":
+            if any(ctx.is_tensor(a.value) for a in it.args):
+                ctx.report(self, it, "`range()` of a tensor value needs the value while tracing and breaks the graph")
+            return
+        if isinstance(it, cst.Call) and ctx.is_tensor(it):
+            name = it.func.attr.value if isinstance(it.func, cst.Attribute) else None
+            if name in DATA_DEPENDENT_LENGTH:
+                ctx.report(self, it, f"loop over `{name}()`: its length depends on tensor values and breaks the graph")
+
+    invalid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                out = x
+                for _ in range(x.sum().int()):  # expect: DYN121
+                    out = out + 1
+                return out
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.ones(2, 2),)",
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                labels = (x > 0).long()
+                total = x.sum() * 0
+                for c in torch.unique(labels):  # expect: DYN121
+                    total = total + x[labels == c].mean()  # expect: DYN130
+                return total
+            """,
+            dynamo=BREAKS,
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                out = x
+                for i in range(5):
+                    out = out + i
+                return out
+            """,
+            dynamo=CLEAN,
+        ),
+    )
+
+
+RULE = DataDependentLoop

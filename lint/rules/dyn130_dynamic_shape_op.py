@@ -1,0 +1,149 @@
+"""DYN130: operator whose output shape depends on tensor values.
+
+## What it does
+Finds `torch.nonzero` / `Tensor.nonzero()`, one-argument `torch.where(cond)`,
+`torch.masked_select`, `torch.argwhere`, `torch.bincount`, `torch.repeat_interleave` with tensor
+repeats, indexing with a boolean mask (`x[x > 0]`) and
+`torchvision.ops.nms` / `batched_nms` in a compile region. Assigning through a mask
+(`x[mask] = 0`) and three-argument `torch.where` keep their shape and are not reported.
+
+## Why it breaks the graph
+The number of elements these produce is only known at run time. With the default
+`capture_dynamic_output_shape_ops=False` Dynamo breaks the graph ("Dynamic shape operator").
+
+## Example
+```python
+def forward(self, x):
+    return x[x > 0].sum()
+```
+
+## Use instead
+Keep the shape static with masking arithmetic: `(x * (x > 0)).sum()` or
+`torch.where(x > 0, x, 0).sum()`; `torch.nonzero_static(x, size=k)` when an upper bound is known.
+"""
+
+import libcst as cst
+
+from ..rule import BREAKS, CLEAN, Example, Rule
+
+DYNAMIC_FUNCS = frozenset(
+    {
+        "torch.nonzero",
+        "torch.masked_select",
+        "torch.argwhere",
+        "torch.bincount",
+        "torchvision.ops.nms",
+        "torchvision.ops.batched_nms",
+        "torchvision.ops.boxes.nms",
+        "torchvision.ops.boxes.batched_nms",
+    }
+)
+DYNAMIC_METHODS = frozenset({"nonzero", "masked_select", "argwhere", "bincount"})
+
+
+class DynamicShapeOp(Rule):
+    code = "DYN130"
+    name = "data-dependent-output-shape"
+    summary = "Operator with a data-dependent output shape"
+    node_types = (cst.Call, cst.Subscript)
+    fixable = "sometimes"
+
+    def check(self, node, ctx):
+        if isinstance(node, cst.Call):
+            q = ctx.call_name(node)
+            if q in DYNAMIC_FUNCS:
+                ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph")
+            elif q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value):
+                ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output shape and breaks the graph")
+            elif q == "torch.where" and len(node.args) == 1:
+                ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form")
+            elif (
+                isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in DYNAMIC_METHODS
+                and ctx.is_tensor(node.func.value)
+            ):
+                ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph")
+            return
+        # x[mask] with a boolean tensor mask, read (not assigned).
+        if ctx.storing or not ctx.is_tensor(node.value):
+            return
+        for el in node.slice:
+            if isinstance(el.slice, cst.Index) and ctx.kind(el.slice.value) == "B":
+                ctx.report(self, node, "indexing with a boolean mask has a data-dependent output shape and breaks the graph; use `torch.where(mask, x, 0)`")
+                return
+
+    invalid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                idx = torch.nonzero(x > 0)  # expect: DYN130
+                return idx.float().sum() + x
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                return y[y > 0].sum()  # expect: DYN130
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                rows, cols = torch.where(x > 0)  # expect: DYN130
+                return x[rows, cols] * 2
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                return torch.masked_select(x, x > 0) * 2  # expect: DYN130
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                counts = torch.bincount((y > 0).long().flatten())  # expect: DYN130
+                return counts.sum() + y
+            """,
+            dynamo=BREAKS,
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x.clone()
+                y[y < 0] = 0.0
+                idx = torch.tensor([0, 2])
+                return torch.where(y > 0, y, 0.0).sum() + y[idx].sum()
+            """,
+            dynamo=CLEAN,
+        ),
+    )
+
+
+RULE = DynamicShapeOp

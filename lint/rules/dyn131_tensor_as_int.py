@@ -1,0 +1,116 @@
+"""DYN131: tensor value used where a Python int is needed.
+
+## What it does
+Finds tensors passed as sizes or counts in a compile region: `F.one_hot(t, num_classes=t.max() + 1)`,
+factory sizes such as `torch.zeros(n)` / `torch.arange(n)` with `n` a tensor, and slices
+with tensor bounds (`x[:n]`).
+
+## Why it breaks the graph
+A size must be known while tracing; taking it from a tensor's data forces Dynamo to read the
+value ("Unsupported Tensor.item() call" or a data-dependent guard), which breaks the graph.
+
+## Example
+```python
+def forward(self, labels):
+    return F.one_hot(labels, num_classes=labels.max() + 1)
+```
+
+## Use instead
+Pass static sizes from the config (`num_classes=self.num_classes`), or sizes taken from shapes
+(`x.shape[0]`), which Dynamo tracks symbolically.
+"""
+
+import libcst as cst
+
+from ..rule import BREAKS, CLEAN, Example, Rule
+
+FACTORIES = frozenset(
+    {"zeros", "ones", "empty", "rand", "randn", "full", "arange", "eye", "randint", "linspace", "randperm"}
+)
+
+
+class TensorAsInt(Rule):
+    code = "DYN131"
+    name = "tensor-used-as-size"
+    summary = "Tensor value used as a Python size"
+    node_types = (cst.Call, cst.Subscript)
+
+    def check(self, node, ctx):
+        if isinstance(node, cst.Call):
+            q = ctx.call_name(node)
+            if q is None:
+                return
+            if q in ("torch.nn.functional.one_hot",):
+                for a in node.args[1:]:
+                    if ctx.is_tensor(a.value):
+                        ctx.report(self, a.value, "`num_classes` from a tensor value breaks the graph; use a static number")
+                return
+            if q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in FACTORIES:
+                for a in node.args:
+                    if a.keyword is None and ctx.is_tensor(a.value):
+                        ctx.report(self, a.value, f"size of `{q}()` from a tensor value breaks the graph; use a shape or a constant")
+                        return
+            return
+        if not ctx.is_tensor(node.value):
+            return
+        for el in node.slice:
+            if isinstance(el.slice, cst.Slice):
+                for bound in (el.slice.lower, el.slice.upper):
+                    if bound is not None and ctx.is_tensor(bound):
+                        ctx.report(self, bound, "slice bound from a tensor value breaks the graph; use a shape-derived int")
+                        return
+
+    invalid = (
+        Example(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            @torch.compile
+            def f(x):
+                labels = (x > 0).long().sum(1)
+                return F.one_hot(labels, num_classes=labels.max() + 1).float()  # expect: DYN131
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                n = (x > 0).sum()
+                return torch.zeros(n) + 1  # expect: DYN131
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                n = (x > 0).sum()
+                return x[:n] * 2  # expect: DYN131
+            """,
+            dynamo=BREAKS,
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            @torch.compile
+            def f(x):
+                labels = (x > 0).long().sum(1)
+                n = x.shape[0]
+                return F.one_hot(labels, num_classes=5).float().sum() + torch.zeros(n) + x[: n // 2].sum()
+            """,
+            dynamo=CLEAN,
+        ),
+    )
+
+
+RULE = TensorAsInt

@@ -1,0 +1,91 @@
+"""DYN140: creating a new leaf parameter (`nn.Parameter`, `.requires_grad_()`) in compiled code.
+
+## What it does
+Finds `nn.Parameter(...)` and `.requires_grad_()` calls in a compile region. (Factory calls
+with `requires_grad=True` are traced by current Dynamo and are not reported.)
+
+## Why it breaks the graph
+A new leaf that needs gradients cannot be created inside a traced graph: AOTAutograd would have
+to treat it as a graph input. Dynamo breaks ("Attempted to use `torch.nn.Parameter()`
+constructor with Dynamo", "requires_grad_() intermediate leaked as output").
+
+## Example
+```python
+def forward(self, x):
+    w = nn.Parameter(torch.ones(x.shape[-1]))
+    return x * w
+```
+
+## Use instead
+Create parameters in `__init__` (`self.w = nn.Parameter(torch.ones(n))`) and use them in forward.
+"""
+
+import libcst as cst
+
+from ..rule import BREAKS, CLEAN, Example, Rule
+
+
+class RequiresGradInRegion(Rule):
+    code = "DYN140"
+    name = "parameter-created-in-region"
+    summary = "New `nn.Parameter` / `requires_grad_()` in compiled code"
+    node_types = (cst.Call,)
+
+    def check(self, node, ctx):
+        q = ctx.call_name(node)
+        if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            ctx.report(self, node, "`nn.Parameter()` created in compiled code breaks the graph; create it in `__init__`")
+        elif (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "requires_grad_"
+            and ctx.is_tensor(node.func.value)
+        ):
+            ctx.report(self, node, "`.requires_grad_()` in compiled code breaks the graph; create parameters in `__init__`")
+
+    invalid = (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            @torch.compile
+            def f(x):
+                w = nn.Parameter(torch.ones(4))  # expect: DYN140
+                return (x * w).sum() + x
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                w = torch.ones(4).requires_grad_()  # expect: DYN140
+                return y * w
+            """,
+            dynamo=BREAKS,
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = nn.Parameter(torch.ones(4))
+
+                def forward(self, x):
+                    scale = torch.ones(4, requires_grad=True)
+                    return x * self.w * scale
+            """,
+            dynamo=CLEAN,
+        ),
+    )
+
+
+RULE = RequiresGradInRegion

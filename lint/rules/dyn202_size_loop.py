@@ -1,0 +1,76 @@
+"""DYN202: loop whose trip count is a tensor's size (recompile hint).
+
+## What it does
+Finds `for i in range(x.size(0))`, `for i in range(x.shape[0])` and `for row in x` in a compile
+region.
+
+## Why it matters
+Dynamo unrolls the loop, which needs a concrete trip count: the size is specialised, so with
+dynamic shapes each new size compiles a new graph, and long loops make large graphs.
+
+## Example
+```python
+def forward(self, x):
+    out = []
+    for i in range(x.size(0)):
+        out.append(self.cell(x[i]))
+    return torch.stack(out)
+```
+
+## Use instead
+Vectorise over the dimension (batch the call), or use a fixed trip count from the config.
+"""
+
+import libcst as cst
+
+from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule
+
+
+class SizeLoop(Rule):
+    code = "DYN202"
+    name = "loop-over-size"
+    summary = "Loop over a tensor's size (recompiles per size)"
+    severity = "warning"
+    node_types = (cst.For,)
+
+    def check(self, node, ctx):
+        it = node.iter
+        if isinstance(it, cst.Call) and ctx.call_name(it) == "range":
+            if any(ctx.kind(a.value) == "S" for a in it.args):
+                ctx.report(self, it, "loop over a tensor's size is unrolled per size: recompiles when the size changes")
+        elif ctx.is_tensor(it) and not isinstance(it, cst.Call):
+            ctx.report(self, it, "loop over a tensor's rows is unrolled per size: recompiles when the size changes")
+
+    invalid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                out = x[0] * 0
+                for i in range(x.size(0)):  # expect: DYN202
+                    out = out + x[i]
+                return out
+            """,
+            dynamo=RECOMPILES,
+        ),
+    )
+    valid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                out = x[0] * 0
+                for i in range(3):
+                    out = out + x[i]
+                return out
+            """,
+            dynamo=NO_RECOMPILE,
+        ),
+    )
+
+
+RULE = SizeLoop

@@ -1,0 +1,77 @@
+"""Run a rule example through Dynamo on the installed torch (used by test_probes.py)."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import tempfile
+import uuid
+import importlib.util
+import sys
+
+from dynalint.lint.rule import BREAKS, CLEAN, NO_RECOMPILE, RECOMPILES, Example
+
+
+def load_example(example: Example):
+    """Import the example from a real file, so Dynamo sees real source lines."""
+    d = tempfile.mkdtemp(prefix="dynalint-probe-")
+    name = f"probe_{uuid.uuid4().hex[:8]}"
+    path = os.path.join(d, f"{name}.py")
+    with open(path, "w") as fh:
+        fh.write(example.source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def target_of(mod):
+    import torch
+
+    m = getattr(mod, "M", None)
+    if inspect.isclass(m) and issubclass(m, torch.nn.Module):
+        return m()
+    f = getattr(mod, "f")
+    return getattr(f, "_torchdynamo_orig_callable", None) or inspect.unwrap(f)
+
+
+def run_probe(example: Example) -> dict:
+    import torch
+    import torch._dynamo
+    from torch._dynamo.testing import CompileCounter
+
+    os.environ.setdefault("PYTHONBREAKPOINT", "0")
+    torch._dynamo.reset()
+    mod = load_example(example)
+    target = target_of(mod)
+    env = {"torch": torch}
+    inputs = eval(example.inputs, env)
+    if example.dynamo in (BREAKS, CLEAN):
+        torch.manual_seed(0)
+        out = torch._dynamo.explain(target)(*inputs)
+        return {
+            "graph_count": out.graph_count,
+            "graph_break_count": out.graph_break_count,
+            "break_reasons": [str(r.reason).splitlines()[0] for r in out.break_reasons],
+        }
+    if example.dynamo in (RECOMPILES, NO_RECOMPILE):
+        counter = CompileCounter()
+        compiled = torch.compile(target, backend=counter, dynamic=True)
+        for _ in range(example.calls):
+            compiled(*inputs)
+        compiled(*eval(example.inputs2, env))
+        return {"frame_count": counter.frame_count}
+    raise ValueError(f"example is not probed: {example.why}")
+
+
+def verdict(example: Example, result: dict) -> bool:
+    if example.dynamo == BREAKS:
+        return len(result["break_reasons"]) >= 1
+    if example.dynamo == CLEAN:
+        return len(result["break_reasons"]) == 0 and result["graph_count"] == 1
+    if example.dynamo == RECOMPILES:
+        return result["frame_count"] >= 2
+    if example.dynamo == NO_RECOMPILE:
+        return result["frame_count"] == 1
+    return False

@@ -1,0 +1,23 @@
+"""Dynamo probes: each rule's invalid examples really break (or recompile) on the installed torch,
+and the valid ones do not. A rule whose claim Dynamo does not confirm fails here."""
+
+import pytest
+
+from dynalint.lint.rules import all_rules
+
+from .probes import run_probe, verdict
+
+CASES = [
+    pytest.param(ex, id=f"{rule.code}-{kind}-{i}")
+    for rule in all_rules()
+    for kind, examples in (("invalid", rule.invalid), ("valid", rule.valid))
+    for i, ex in enumerate(examples)
+    if ex.dynamo is not None
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("example", CASES)
+def test_dynamo_confirms_example(example):
+    result = run_probe(example)
+    assert verdict(example, result), f"expected {example.dynamo}, Dynamo gave {result}\n{example.source}"

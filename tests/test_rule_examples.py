@@ -1,0 +1,37 @@
+"""Every rule's examples, linted: invalid ones report exactly the marked lines, valid ones nothing."""
+
+import pytest
+
+from dynalint.config import Config
+from dynalint.engine import lint_source
+from dynalint.lint.rules import all_rules
+
+ALL = Config(select=("ALL",))
+
+CASES = [
+    pytest.param(rule, kind, i, ex, id=f"{rule.code}-{kind}-{i}")
+    for rule in all_rules()
+    for kind, examples in (("invalid", rule.invalid), ("valid", rule.valid))
+    for i, ex in enumerate(examples)
+]
+
+
+@pytest.mark.parametrize("rule,kind,i,example", CASES)
+def test_example_lints_as_marked(rule, kind, i, example):
+    findings = lint_source(example.source, "example.py", ALL)
+    got = sorted((f.row, f.code) for f in findings)
+    assert got == example.expected(), "\n".join(f"{f.row}:{f.column} {f.code} {f.message}" for f in findings)
+    if kind == "invalid":
+        assert any(code == rule.code for _, code in got), f"{rule.code} invalid example reports no {rule.code}"
+    else:
+        assert not got
+
+
+def test_every_rule_has_docs_and_examples():
+    for rule in all_rules():
+        docs = rule.docs()
+        assert docs.startswith(rule.code), rule.code
+        for heading in ("## What it does", "## Example", "## Use instead"):
+            assert heading in docs, (rule.code, heading)
+        assert "## Why" in docs, rule.code
+        assert rule.invalid and rule.valid, rule.code
