@@ -18,7 +18,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from dynalint.findings import Finding, Fix
 
 from . import kinds as K
-from .kinds import B, N, S, T, U, TENSORISH
+from .kinds import B, N, P, S, T, U, TENSORISH
 
 
 # --------------------------------------------------------------------------------------------
@@ -514,6 +514,10 @@ class FunctionContext(cst.CSTVisitor):
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.kind(node) in TENSORISH
 
+    def is_definite_tensor(self, node: cst.BaseExpression) -> bool:
+        """A tensor for sure: not merely an unannotated parameter (see kinds.P)."""
+        return self.kind(node) in (T, B)
+
     def is_logger(self, node: cst.BaseExpression) -> bool:
         d = dotted(node)
         if d is None:
@@ -552,9 +556,9 @@ class FunctionContext(cst.CSTVisitor):
             if ak is not None:
                 self.env[name] = ak
             elif (pos in hints or name in hints) and (p.default is None or _is_none(p.default)):
-                self.env[name] = T
+                self.env[name] = P
             elif tensor_by_default and (p.default is None or _is_none(p.default)):
-                self.env[name] = T
+                self.env[name] = P
             elif p.default is not None and not _is_none(p.default):
                 self.env[name] = N
             else:
@@ -884,13 +888,27 @@ class FunctionContext(cst.CSTVisitor):
                 for t, v in zip(elems, value.elements):
                     self._bind(t, v.value, self.kind(v.value))
             else:
-                k = value_kind if value_kind in (T, B, S) else U
+                k = value_kind if value_kind in (T, B, S) and self._unpacks_tensors(value) else U
                 if k == B:
                     k = T
                 for t in elems:
                     self._bind(t, None, k)
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, None, U)
+
+    def _unpacks_tensors(self, value: Optional[cst.BaseExpression]) -> bool:
+        """`q, k = x.chunk(2)` / `vals, idx = torch.topk(...)` hold tensors; tuples returned by
+        helpers or submodules (`early_exit, mask, ... = prepare(...)`) mix flags and tensors."""
+        if value is None:
+            return True
+        if isinstance(value, cst.Call):
+            q = self.qualname(value.func)
+            if q is not None and q.startswith("torch."):
+                return True
+            if isinstance(value.func, cst.Attribute):
+                return self.kind(value.func.value) in TENSORISH
+            return False
+        return not isinstance(value, cst.Subscript) or self.kind(value.value) in (T, B, P)
 
     def kind(self, node: cst.BaseExpression) -> str:
         if isinstance(node, cst.Name):
@@ -921,7 +939,7 @@ class FunctionContext(cst.CSTVisitor):
                 if attr in K.NON_TENSOR_ATTRS:
                     return N
                 if attr in K.TENSOR_ATTRS:
-                    return T
+                    return T if bk != P else P
                 return U
             return U
         if isinstance(node, cst.Call):
@@ -938,7 +956,7 @@ class FunctionContext(cst.CSTVisitor):
             if lk in TENSORISH or rk in TENSORISH:
                 if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and B in (lk, rk):
                     return B
-                return T
+                return T if (lk in (T, B) or rk in (T, B)) else P
             if S in (lk, rk) and all(k in (S, N) for k in (lk, rk)):
                 return S
             if lk == N and rk == N:
@@ -1012,6 +1030,8 @@ class FunctionContext(cst.CSTVisitor):
                     return N
                 if meth in K.BOOL_METHODS:
                     return B
+                if rk == P and meth not in K.TENSOR_METHODS:
+                    return U  # `cache.get_seq_length()`: a presumed tensor that is not one
                 return T
             if rk == S and meth in ("numel",):
                 return S

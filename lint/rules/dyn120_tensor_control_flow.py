@@ -32,6 +32,13 @@ from ..rule import BREAKS, CLEAN, Example, Rule
 MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torch.cond`"
 
 
+def _is_tensor_condition(operand, ctx) -> bool:
+    # A bare unannotated parameter (`if use_cache:`) is usually a flag: only definite tensors count.
+    if isinstance(operand, cst.Name):
+        return ctx.is_definite_tensor(operand)
+    return ctx.is_tensor(operand)
+
+
 class TensorControlFlow(Rule):
     code = "DYN120"
     name = "tensor-control-flow"
@@ -44,7 +51,7 @@ class TensorControlFlow(Rule):
             test = node.test
             if isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)):
                 return  # the operands are checked on their own
-            if ctx.is_tensor(test):
+            if _is_tensor_condition(test, ctx):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
                 ctx.report(self, test, MESSAGE.format(what=what))
         elif isinstance(node, cst.BooleanOperation):
@@ -52,11 +59,11 @@ class TensorControlFlow(Rule):
             for operand in (node.left, node.right):
                 if isinstance(operand, (cst.BooleanOperation, cst.UnaryOperation)):
                     continue
-                if ctx.is_tensor(operand):
+                if _is_tensor_condition(operand, ctx):
                     ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"))
         elif isinstance(node, cst.UnaryOperation):
             if isinstance(node.operator, cst.Not) and not isinstance(node.expression, cst.BooleanOperation):
-                if ctx.is_tensor(node.expression):
+                if _is_tensor_condition(node.expression, ctx):
                     ctx.report(self, node.expression, MESSAGE.format(what="`not`"))
         elif isinstance(node, cst.Call):
             if isinstance(node.func, cst.Name) and node.func.value in ("all", "any") and len(node.args) == 1:

@@ -1,0 +1,322 @@
+"""Precision and recall of dynalint against the break sites Dynamo reports on real models.
+
+For each model (transformers with tiny random configs, timm with random init):
+  1. run it eagerly while recording every executed line of the library's source files;
+  2. run `torch._dynamo.explain` and map each break reason to its innermost frame outside torch;
+  3. lint the same installed source files (one project, so cross-file regions resolve);
+then report, per rule and overall:
+  precision = findings on executed lines that sit on a real break site / findings on executed lines
+  recall    = break sites with a finding / break sites
+plus the misses and the false alarms, so each one can be looked at.
+
+    python bench/accuracy.py                      # transformers suite
+    python bench/accuracy.py --suite timm         # needs timm (and torchvision)
+    python bench/accuracy.py --only longformer,big_bird --verbose
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+warnings.filterwarnings("ignore")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# Architectures to build with tiny configs; older ones are included on purpose (they break today).
+TRANSFORMERS_MODELS = [
+    "albert", "bart", "bert", "big_bird", "bigbird_pegasus", "blenderbot", "bloom", "camembert",
+    "canine", "codegen", "convbert", "ctrl", "data2vec-text", "deberta", "deberta-v2", "distilbert",
+    "electra", "ernie", "esm", "falcon", "fnet", "fsmt", "funnel", "gemma", "gpt2", "gpt_bigcode",
+    "gpt_neo", "gpt_neox", "gptj", "ibert", "layoutlm", "led", "llama", "longformer", "longt5",
+    "luke", "m2m_100", "marian", "markuplm", "mbart", "megatron-bert", "mistral", "mixtral", "mpnet",
+    "mpt", "mra", "mt5", "mvp", "nezha", "nllb-moe", "nystromformer", "opt", "pegasus", "pegasus_x",
+    "phi", "plbart", "prophetnet", "qwen2", "qwen2_moe", "reformer", "rembert", "roberta",
+    "roc_bert", "roformer", "squeezebert", "switch_transformers", "t5", "umt5", "xglm", "xlm",
+    "xlm-roberta", "xlnet", "xmod", "yoso", "vit", "deit", "swin", "convnext", "resnet",
+    "mobilevit", "segformer", "beit", "wav2vec2", "whisper",
+]
+TIMM_MODELS = [
+    "resnet18", "vit_tiny_patch16_224", "deit_tiny_patch16_224", "convnext_atto", "efficientnet_b0",
+    "mobilenetv3_small_050", "swin_tiny_patch4_window7_224", "regnetx_002", "densenet121",
+    "levit_128s", "coat_tiny", "crossvit_tiny_240", "twins_svt_small", "pit_ti_224", "cait_xxs24_224",
+    "xcit_nano_12_p16_224", "poolformer_s12", "mobilevitv2_050", "edgenext_xx_small", "tresnet_m",
+    "visformer_tiny", "beit_base_patch16_224", "eva02_tiny_patch14_224", "maxvit_nano_rw_256",
+    "nfnet_l0", "ghostnet_100", "rexnet_100", "dla34", "hrnet_w18_small", "sequencer2d_s",
+]
+
+SMALL = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, vocab_size=99,
+    max_position_embeddings=128, d_model=32, encoder_layers=2, decoder_layers=2,
+    encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37,
+    num_layers=2, num_heads=2, d_ff=37, d_kv=16, n_layer=2, n_head=2, n_embd=32, n_positions=128,
+    num_key_value_heads=2, head_dim=16, embedding_size=32, num_experts=4, num_local_experts=4,
+    num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=16,
+    attention_window=8, block_size=4, num_random_blocks=2, num_decoder_layers=2,
+)
+
+
+@dataclass
+class ModelRun:
+    name: str
+    executed: set = field(default_factory=set)  # (file, line)
+    breaks: list = field(default_factory=list)  # (file, line, reason)
+    graph_count: int = 0
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def _shrink(cfg):
+    for k, v in SMALL.items():
+        if hasattr(cfg, k) and not isinstance(getattr(cfg, k), (list, dict)) or k == "attention_window":
+            if hasattr(cfg, k):
+                cur = getattr(cfg, k)
+                if isinstance(cur, list):
+                    setattr(cfg, k, [v] * len(cur))
+                else:
+                    setattr(cfg, k, v)
+    for sub in ("text_config", "vision_config", "encoder", "decoder"):
+        if hasattr(cfg, sub) and getattr(cfg, sub) is not None and hasattr(getattr(cfg, sub), "to_dict"):
+            _shrink(getattr(cfg, sub))
+    if hasattr(cfg, "attention_window") and isinstance(cfg.attention_window, list):
+        cfg.attention_window = [8] * cfg.num_hidden_layers
+    return cfg
+
+
+def build_transformers(model_type: str):
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    cfg = _shrink(AutoConfig.for_model(model_type))
+    if model_type == "big_bird":
+        cfg.attention_type = "block_sparse"
+    if model_type in ("vit", "deit", "beit", "swin", "convnext", "resnet", "mobilevit", "segformer"):
+        for k in ("image_size",):
+            if hasattr(cfg, k):
+                setattr(cfg, k, 64 if model_type not in ("swin",) else 64)
+    torch.manual_seed(0)
+    model = AutoModel.from_config(cfg).eval()
+    name = model.main_input_name
+    gen = torch.Generator().manual_seed(0)
+    if name == "input_ids":
+        ids = torch.randint(3, 90, (2, 64), generator=gen)
+        kwargs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+        if getattr(cfg, "is_encoder_decoder", False):
+            kwargs["decoder_input_ids"] = ids[:, :16]
+        return model, kwargs
+    if name == "pixel_values":
+        size = getattr(cfg, "image_size", 64)
+        size = size if isinstance(size, int) else size[0]
+        return model, {"pixel_values": torch.randn(2, getattr(cfg, "num_channels", 3), size, size, generator=gen)}
+    if name == "input_values":
+        return model, {"input_values": torch.randn(2, 4000, generator=gen)}
+    if name == "input_features":
+        return model, {
+            "input_features": torch.randn(2, getattr(cfg, "num_mel_bins", 80), 3000, generator=gen),
+            "decoder_input_ids": torch.tensor([[1, 2, 3, 4]] * 2),
+        }
+    raise ValueError(f"unknown main input {name}")
+
+
+def build_timm(name: str):
+    import timm
+    import torch
+
+    torch.manual_seed(0)
+    model = timm.create_model(name, pretrained=False).eval()
+    cfg = model.pretrained_cfg
+    size = cfg.get("input_size", (3, 224, 224))
+    return model, {"x": torch.randn(1, *size)}
+
+
+def _library_root(suite: str) -> str:
+    import importlib
+
+    mod = importlib.import_module("transformers" if suite == "transformers" else "timm")
+    return os.path.dirname(mod.__file__) + os.sep
+
+
+def run_model(name: str, builder, root: str) -> ModelRun:
+    import torch
+    import torch._dynamo
+
+    run = ModelRun(name)
+    t0 = time.time()
+    try:
+        model, kwargs = builder(name)
+        # Eval (inference, no grad) and train mode (dropout, layerdrop, grad on): some breaks only
+        # happen in one of them, and a finding is right if Dynamo breaks there in either.
+        for mode in ("eval", "train"):
+            model.train(mode == "train")
+            with torch.set_grad_enabled(mode == "train"):
+                executed = run.executed
+
+                def tracer(frame, event, arg):
+                    fn = frame.f_code.co_filename
+                    if not fn.startswith(root):
+                        return None
+                    if event == "line":
+                        executed.add((fn, frame.f_lineno))
+                    return tracer
+
+                torch.manual_seed(0)
+                sys.settrace(tracer)
+                try:
+                    model(**kwargs)
+                finally:
+                    sys.settrace(None)
+                torch._dynamo.reset()
+                torch.manual_seed(0)
+                out = torch._dynamo.explain(model)(**kwargs)
+            run.graph_count = max(run.graph_count, out.graph_count)
+            for r in out.break_reasons:
+                frames = [f for f in r.user_stack if f.filename.startswith(root)]
+                if not frames:
+                    continue
+                f = frames[-1]
+                run.breaks.append((f.filename, f.lineno, str(r.reason).strip().splitlines()[0][:120]))
+    except Exception as exc:  # a model that cannot be built or run is skipped, not fatal
+        run.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:150] if str(exc) else ''}"
+    run.seconds = time.time() - t0
+    return run
+
+
+def lint(files: list[str]):
+    from dynalint.check import collect_files  # noqa: F401  (same discovery path as the CLI)
+    from dynalint.config import Config
+    from dynalint.engine import SourceFile, analyze_files, module_name_for, select_findings
+
+    config = Config(select=("DYN0", "DYN1"))
+    sources = []
+    for p in files:
+        module, is_pkg = module_name_for(Path(p))
+        sources.append(SourceFile(Path(p), p, module, is_pkg))
+    summaries = analyze_files(sources, config, jobs=0)
+    return select_findings(summaries, config)
+
+
+def score(runs: list[ModelRun], findings, verbose: bool):
+    executed = set().union(*(r.executed for r in runs if not r.error)) if runs else set()
+    sites: dict[tuple, str] = {}
+    for r in runs:
+        for f, line, reason in r.breaks:
+            sites.setdefault((f, line), reason)
+    by_line = collections.defaultdict(list)
+    live = []
+    for f in findings:
+        rows = range(f.row, f.end_row + 1)
+        if any((f.filename, row) in executed for row in rows):
+            live.append(f)
+            for row in rows:
+                by_line[(f.filename, row)].append(f)
+    tp = collections.Counter()
+    total = collections.Counter()
+    false_alarms = []
+    for f in live:
+        total[f.code] += 1
+        if any((f.filename, row) in sites for row in range(f.row, f.end_row + 1)):
+            tp[f.code] += 1
+        else:
+            false_alarms.append(f)
+    found = collections.Counter()
+    site_total = collections.Counter()
+    misses = []
+    for site, reason in sites.items():
+        hit = by_line.get(site)
+        code = hit[0].code if hit else "missed"
+        site_total[code if hit else "missed"] += 1
+        if hit:
+            found[code] += 1
+        else:
+            misses.append((site, reason))
+    return tp, total, found, sites, false_alarms, misses
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", choices=["transformers", "timm"], default="transformers")
+    ap.add_argument("--only", help="comma-separated model names")
+    ap.add_argument("--json", help="write all results here")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args(argv)
+
+    names = TRANSFORMERS_MODELS if args.suite == "transformers" else TIMM_MODELS
+    if args.only:
+        names = [n for n in args.only.split(",") if n]
+    builder = build_transformers if args.suite == "transformers" else build_timm
+    root = _library_root(args.suite)
+
+    runs = []
+    for name in names:
+        run = run_model(name, builder, root)
+        runs.append(run)
+        status = run.error or f"{run.graph_count} graphs, {len(run.breaks)} breaks, {len(run.executed)} lines"
+        print(f"  {name:<28} {run.seconds:6.1f}s  {status}", file=sys.stderr, flush=True)
+
+    ok = [r for r in runs if not r.error]
+    files = sorted({f for r in ok for f, _ in r.executed} | {f for r in ok for f, _, _ in r.breaks})
+    t0 = time.time()
+    findings = lint(files)
+    lint_s = time.time() - t0
+    tp, total, found, sites, false_alarms, misses = score(ok, findings, args.verbose)
+
+    def rel(p):
+        return p[len(root):] if p.startswith(root) else p
+
+    print(f"\n{args.suite}: {len(ok)} models run ({len(runs) - len(ok)} skipped), {len(files)} source files linted in {lint_s:.1f}s")
+    print(f"break sites: {len(sites)}; findings on executed lines: {sum(total.values())}\n")
+    print(f"| rule | findings on executed lines | on a break site | precision | break sites found |")
+    print(f"|---|---|---|---|---|")
+    for code in sorted(set(total) | set(found)):
+        p = tp[code] / total[code] if total[code] else float("nan")
+        print(f"| {code} | {total[code]} | {tp[code]} | {p:.2f} | {found[code]} |")
+    all_tp, all_total = sum(tp.values()), sum(total.values())
+    n_found = sum(found.values())
+    precision = all_tp / all_total if all_total else float("nan")
+    recall = n_found / len(sites) if sites else float("nan")
+    print(f"| **all DYN1xx** | {all_total} | {all_tp} | **{precision:.2f}** | {n_found} of {len(sites)}: recall **{recall:.2f}** |")
+    if misses:
+        print("\nmissed break sites:")
+        for (f, line), reason in sorted(misses):
+            print(f"  {rel(f)}:{line}: {reason}")
+    if false_alarms:
+        print("\nfindings on executed lines with no break there:")
+        for f in false_alarms:
+            print(f"  {rel(f.filename)}:{f.row}:{f.column}: {f.code} {f.message}")
+    skipped = [r for r in runs if r.error]
+    if skipped and args.verbose:
+        print("\nskipped models:")
+        for r in skipped:
+            print(f"  {r.name}: {r.error}")
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "suite": args.suite,
+                    "models": [
+                        {"name": r.name, "error": r.error, "graph_count": r.graph_count,
+                         "breaks": [(rel(f), l, why) for f, l, why in r.breaks]}
+                        for r in runs
+                    ],
+                    "precision": precision,
+                    "recall": recall,
+                    "per_rule": {c: {"findings": total[c], "true": tp[c], "sites_found": found[c]} for c in set(total) | set(found)},
+                    "misses": [(rel(f), l, why) for (f, l), why in misses],
+                    "false_alarms": [(rel(f.filename), f.row, f.code) for f in false_alarms],
+                },
+                indent=1,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
