@@ -981,10 +981,7 @@ class FunctionContext(cst.CSTVisitor):
                 return T
             return U
         if isinstance(node, cst.IfExp):
-            bk, ok = self.kind(node.body), self.kind(node.orelse)
-            if bk in TENSORISH or ok in TENSORISH:
-                return T
-            return bk if bk == ok else U
+            return _join(self.kind(node.body), self.kind(node.orelse))
         if isinstance(node, (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
             return N
         return U
@@ -1069,16 +1066,21 @@ def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
 
+def _join(a: str, b: str) -> str:
+    """Kind of a value that is either a or b (two branches)."""
+    if a == b:
+        return a
+    if a in (T, B) or b in (T, B):
+        return T  # a tensor on one path: `if mask is None: mask = torch.ones(...)`
+    if a == P or b == P:
+        return P  # a presumed tensor stays presumed (`flag if flag is not None else config.flag`)
+    return U
+
+
 def _merge(a: dict[str, str], b: dict[str, str]) -> dict[str, str]:
     out = dict(a)
     for k, v in b.items():
-        if k not in out:
-            out[k] = v
-        elif out[k] != v:
-            if v in TENSORISH or out[k] in TENSORISH:
-                out[k] = T
-            else:
-                out[k] = U
+        out[k] = _join(out[k], v) if k in out else v
     return out
 
 

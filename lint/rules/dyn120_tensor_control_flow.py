@@ -4,7 +4,9 @@
 Finds `if`, `elif`, `while` and conditional expressions whose condition is a tensor, `and` / `or` /
 `not` applied to tensors, and the builtins `all()` / `any()` over a tensor, in a compile region.
 Conditions on metadata are not reported: `x is None`, `self.training`, `x.dim() == 3`,
-`isinstance(...)`, config values. Shape conditions are DYN201.
+`isinstance(...)`, config values, nor a tensor test behind a dtype or device check
+(`x.dtype == torch.float16 and torch.isinf(x).any()` only breaks for float16 inputs). Shape
+conditions are DYN201.
 
 ## Why it breaks the graph
 Which branch runs depends on the tensor's data, which Dynamo does not know while tracing. It
@@ -39,6 +41,13 @@ def _is_tensor_condition(operand, ctx) -> bool:
     return ctx.is_tensor(operand)
 
 
+def _is_dtype_or_device_check(node) -> bool:
+    if not isinstance(node, cst.Comparison):
+        return False
+    parts = [node.left] + [c.comparator for c in node.comparisons]
+    return any(isinstance(p, cst.Attribute) and p.attr.value in ("dtype", "device") for p in parts)
+
+
 class TensorControlFlow(Rule):
     code = "DYN120"
     name = "tensor-control-flow"
@@ -56,7 +65,12 @@ class TensorControlFlow(Rule):
                 ctx.report(self, test, MESSAGE.format(what=what))
         elif isinstance(node, cst.BooleanOperation):
             op = "and" if isinstance(node.operator, cst.And) else "or"
-            for operand in (node.left, node.right):
+            operands = [node.left, node.right]
+            if op == "and" and _is_dtype_or_device_check(node.left):
+                # `x.dtype == torch.float16 and torch.isinf(x).any()`: Dynamo knows the dtype, so
+                # the tensor test only runs (and breaks) for that dtype; not reported.
+                operands = [node.left]
+            for operand in operands:
                 if isinstance(operand, (cst.BooleanOperation, cst.UnaryOperation)):
                     continue
                 if _is_tensor_condition(operand, ctx):
