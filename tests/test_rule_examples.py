@@ -34,4 +34,5 @@ def test_every_rule_has_docs_and_examples():
         for heading in ("## What it does", "## Example", "## Use instead"):
             assert heading in docs, (rule.code, heading)
         assert "## Why" in docs, rule.code
-        assert rule.invalid and rule.valid, rule.code
+        # DYN002 (unreadable file) cannot be shown as source text; tests/test_cli covers it.
+        assert rule.valid and (rule.invalid or rule.code == "DYN002"), rule.code

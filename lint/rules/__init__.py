@@ -11,6 +11,7 @@ from ..rule import Rule
 # One module per rule, in catalog order.
 RULE_MODULES = (
     "dyn001_syntax_error",
+    "dyn002_unreadable_file",
     "dyn101_print",
     "dyn102_debugger",
     "dyn103_logging",
