@@ -1,0 +1,309 @@
+"""`dynalint verify`: child-process measurement, in-memory fixes, reconciliation, CLI errors.
+
+Tests that start a child process import torch there (a few seconds each), so they are grouped
+to keep the count low; pure reconciliation and rendering tests need no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dynalint.config import Config
+from dynalint.verify import reconcile as R
+from dynalint.verify import runner
+from dynalint.verify.command import verify as verify_cmd
+from dynalint.verify.report import render
+
+FIXTURES = Path(__file__).parent / "fixtures" / "verify"
+
+
+def fixture(name: str) -> str:
+    return str(FIXTURES / name)
+
+
+def line_of(path: str, needle: str) -> int:
+    for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if needle in line:
+            return i
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(verify_cmd, list(args), catch_exceptions=False)
+
+
+# --------------------------------------------------------------------------------------------
+# measure(): one version in a child process
+
+
+@pytest.mark.torch
+def test_measure_reports_graphs_break_lines_and_executed_lines():
+    path = fixture("bad_if.py")
+    result = runner.measure({"target": f"{path}::BadIf", "input_shape": [4, 16], "timing": False})
+    assert result["error"] is None
+    assert result["graph_count"] == 2 and result["graph_break_count"] == 1
+    [reason] = result["break_reasons"]
+    assert reason["filename"] == os.path.realpath(path)
+    assert reason["lineno"] == line_of(path, "if y.sum() > 0")
+    assert "generic_jump" in reason["reason"]
+    executed = result["executed_lines"][os.path.realpath(path)]
+    assert line_of(path, "if y.sum() > 0") in executed
+    # Exactly one side of the branch ran.
+    assert (line_of(path, "y = y * 2") in executed) != (line_of(path, "y = y - 1") in executed)
+    assert result["outputs_digest"][0]["shape"] == [4, 16]
+    assert result["target_kind"] == "class" and result["device"] == "cpu"
+
+
+@pytest.mark.torch
+def test_measure_source_override_and_reference_outputs(tmp_path):
+    """A factory returning (module, example_inputs); an override changes the imported text only."""
+    path = fixture("models.py")
+    target = f"{path}::make_clean_with_inputs"
+    original_text = Path(path).read_text()
+    ref = tmp_path / "ref"
+    before = runner.measure({"target": target, "timing": False, "save_dir": str(ref)})
+    assert before["error"] is None, before
+    assert (before["graph_count"], before["graph_break_count"], before["break_reasons"]) == (1, 0, [])
+    assert before["target_kind"] == "factory" and before["outputs_digest"][0]["shape"] == [2, 8]
+
+    patched = original_text.replace(
+        "return torch.relu(self.linear(x))", 'y = self.linear(x)\n        print("traced")\n        return torch.relu(y)'
+    )
+    after = runner.measure(
+        {"target": target, "timing": False, "source_override": {path: patched}, "reference_dir": str(ref)}
+    )
+    assert after["error"] is None, after
+    assert after["graph_break_count"] == 1
+    assert after["break_reasons"][0]["lineno"] == line_of(path, "return torch.relu(self.linear(x))") + 1
+    assert after["outputs_match"] is True and after["max_abs_diff"] == 0.0
+    assert Path(path).read_text() == original_text  # nothing on disk changed
+
+
+@pytest.mark.torch
+def test_measure_dynamic_counts_recompiles_and_times_with_a_backend():
+    result = runner.measure(
+        {"target": f"{fixture('shape_branch.py')}::ShapeBranch", "input_shape": [4, 16],
+         "second_input_shape": [4, 32], "dynamic": True, "timing": True, "backend": "eager", "repeat": 3,
+         "warmup": 1}
+    )
+    assert result["error"] is None, result
+    assert result["graph_break_count"] == 0
+    assert result["recompiles"] >= 1  # the width 16 was specialised: width 32 compiles again
+    timing = result["timing"]
+    assert timing["device"] == "cpu" and timing["backend"] == "eager" and timing["repeat"] == 3
+    assert timing["eager_ms"] > 0 and timing["compiled_ms"] > 0 and timing["compile_s"] > 0
+
+
+# --------------------------------------------------------------------------------------------
+# verify(): the full report
+
+
+REPORT_KEYS = {"target", "torch", "device", "before", "after", "findings", "missed", "outputs_match",
+               "max_abs_diff", "timing"}
+
+
+@pytest.mark.torch
+def test_verify_reconciles_every_outcome():
+    path = fixture("reconcile_cases.py")
+    report = runner.verify(f"{path}::Cases", inputs=f"{path}::inputs", timing=False)
+    assert REPORT_KEYS <= set(report)
+    assert report["timing"] is None
+    status = {(f["code"], f["row"]): f["status"] for f in report["findings"]}
+    assert status[("DYN120", line_of(path, "if x.sum() > 0"))] == "confirmed"
+    assert status[("DYN120", line_of(path, "if n > 2"))] == "not_reproduced"
+    assert status[("DYN101", line_of(path, 'print("never runs")'))] == "not_reached"
+    # Every break is either explained by a finding or listed as missed.
+    for b in report["before"]["break_reasons"]:
+        assert b["code"] or any(m["lineno"] == b["lineno"] for m in report["missed"])
+    pid_line = line_of(path, "pid = os.getpid()")
+    assert any(b["lineno"] == pid_line for b in report["before"]["break_reasons"])
+
+
+@pytest.mark.torch
+def test_verify_fixed_version_improves_and_outputs_are_compared(monkeypatch):
+    """The after-measurement path, independent of which rules attach fixes today: the fixes stage
+    is replaced by one that guards the print the way DYN101's fix does."""
+    path = os.path.realpath(fixture("print_in_forward.py"))
+    guarded = Path(path).read_text().replace(
+        '        print("debug", y.shape)',
+        '        if not torch.compiler.is_compiling():\n            print("debug", y.shape)',
+    )
+
+    def fake_fixes(linted, config, unsafe):
+        assert path in linted.texts
+        return {path: guarded}, [], [], []
+
+    monkeypatch.setattr(runner, "fix_in_memory", fake_fixes)
+    report = runner.verify(f"{path}::PrintInForward", input_shape=[4, 16], backend="eager", repeat=3, warmup=1)
+    assert report["before"]["graph_break_count"] == 1
+    assert report["before"]["break_reasons"][0]["code"] == "DYN101"
+    assert report["after"]["graph_count"] == 1 and report["after"]["break_reasons"] == []
+    assert report["outputs_match"] is True and report["max_abs_diff"] == 0.0
+    timing = report["timing"]
+    assert timing["note"] == "no CUDA GPU found: timed on CPU"
+    assert timing["speedup"] == pytest.approx(timing["compiled_before_ms"] / timing["compiled_after_ms"])
+    assert "note" not in report
+
+
+@pytest.mark.torch
+def test_verify_uses_the_fixes_stage(monkeypatch):
+    """Whatever `check --fix` would change is what verify measures as `after`."""
+    from dynalint.fixes.apply import fix_source
+
+    path = fixture("log_inside_forward.py")
+    fixed = fix_source(Path(path).read_text(), R.display_name(os.path.realpath(path)), Config())
+    report = runner.verify(f"{path}::LogInsideForward", input_shape=[4, 16], timing=False)
+    assert report["before"]["graph_break_count"] == 1
+    assert report["outputs_match"] is True
+    if fixed.changed:
+        assert report["fixes"] and report["after"]["graph_break_count"] < report["before"]["graph_break_count"]
+    else:
+        assert report["fixes"] == [] and report["after"] == report["before"]
+
+
+# --------------------------------------------------------------------------------------------
+# CLI: output formats, exit codes and one-line errors
+
+
+@pytest.mark.torch
+def test_cli_json_output_and_exit_zero():
+    result = invoke(f"{fixture('bad_if.py')}::BadIf", "--input-shape", "4,16", "--no-timing", "--output-format", "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert REPORT_KEYS <= set(report)
+    assert report["before"]["break_reasons"][0]["code"] == "DYN120"
+
+
+ERROR_CASES = [
+    ("models.py::NeedsArgs", ["--input-shape", "4,16"], "needs constructor arguments (width)"),
+    ("broken_import.py::Broken", ["--input-shape", "4,16"], "No module named 'no_such_module_for_dynalint'"),
+    ("models.py::Clean", ["--input-shape", "4,7"], "mat1 and mat2 shapes cannot be multiplied"),
+    ("models.py::CrashInForward", ["--input-shape", "4,16"], "ValueError: boom in forward"),
+    ("models.py::Clean", [], "no inputs: give --inputs"),
+    ("models.py::Missing", ["--input-shape", "4,16"], "has no attribute 'Missing'"),
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("target,args,message", ERROR_CASES, ids=[c[2][:24] for c in ERROR_CASES])
+def test_cli_user_code_errors_are_one_line_exit_2(target, args, message):
+    result = CliRunner().invoke(verify_cmd, [fixture(target), *args, "--no-timing"])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines() if hasattr(result, "stderr") else result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dynalint: error: ")
+    assert message in lines[0]
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.torch
+def test_cli_verbose_shows_the_traceback_and_timeout_is_one_line():
+    crash = CliRunner().invoke(verify_cmd, [fixture("models.py::CrashInForward"), "--input-shape", "4,16",
+                                            "--no-timing", "--verbose"])
+    assert crash.exit_code == 2 and "Traceback" in crash.output and 'raise ValueError("boom in forward")' in crash.output
+    hang = CliRunner().invoke(verify_cmd, [fixture("models.py::Hangs"), "--input-shape", "2,2", "--no-timing",
+                                           "--timeout", "8"])
+    assert hang.exit_code == 2
+    assert hang.output.strip() == "dynalint: error: timed out after 8 s"
+
+
+def test_cli_without_torch_names_the_verify_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    result = invoke("model.py::M", "--input-shape", "4")
+    assert result.exit_code == 2
+    assert "torch is not installed" in result.output and "dynalint[verify]" in result.output
+
+
+def test_child_without_torch_names_the_verify_extra(monkeypatch):
+    from dynalint.verify import child
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    result = child.run({"target": "model.py::M"})
+    assert result["error_kind"] == "torch_missing" and "dynalint[verify]" in result["error"]
+
+
+def test_cli_rejects_a_bad_shape():
+    result = invoke("model.py::M", "--input-shape", "4,x")
+    assert result.exit_code == 2 and "is not a shape like 4,16" in result.output
+
+
+# --------------------------------------------------------------------------------------------
+# Reconciliation and rendering without torch
+
+
+def test_reconcile_statuses_from_breaks_and_executed_lines():
+    path = os.path.realpath(fixture("reconcile_cases.py"))
+    classes = [{"qualname": "Cases", "file": path}]
+    linted = R.lint_model([path], Config(), classes, None)
+    confirmed, unreproduced = line_of(path, "if x.sum() > 0"), line_of(path, "if n > 2")
+    never, pid = line_of(path, 'print("never runs")'), line_of(path, "pid = os.getpid()")
+    breaks = [
+        {"reason": "generic_jump TensorVariable()", "filename": path, "lineno": confirmed},
+        {"reason": "Attempted to call function marked as skipped", "filename": path, "lineno": pid},
+        {"reason": "Attempted to call function marked as skipped", "filename": path, "lineno": pid},
+    ]
+    executed = {path: [unreproduced, confirmed, pid]}
+    findings, missed = R.reconcile(linted, breaks, executed)
+    status = {f["row"]: f["status"] for f in findings}
+    assert status[confirmed] == "confirmed"
+    assert status[unreproduced] == "not_reproduced"
+    assert status[never] == "not_reached"
+    assert [(m["lineno"], m["reason"]) for m in missed] == [(pid, "Attempted to call function marked as skipped")]
+
+
+def test_region_is_the_targets_forward_and_what_it_calls(tmp_path):
+    """Findings in a module class the target does not use are not the target's findings."""
+    src = tmp_path / "two.py"
+    src.write_text(
+        "import torch\n\n"
+        "class Used(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return helper(x)\n\n"
+        "def helper(x):\n"
+        "    print(x)\n"
+        "    return x\n\n"
+        "class Unused(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        print(x)\n"
+        "        return x\n"
+    )
+    path = os.path.realpath(src)
+    linted = R.lint_model([path], Config(), [{"qualname": "Used", "file": path}], None)
+    findings, _ = R.reconcile(linted, [], {path: [5, 8, 9]})
+    assert [(f["code"], f["row"], f["status"]) for f in findings] == [("DYN101", 8, "not_reproduced")]
+
+
+SAMPLE_REPORT = {
+    "target": "m.py::M", "torch": "2.x", "device": "cuda", "device_name": "NVIDIA H100", "dynamic": None,
+    "before": {"graph_count": 2, "graph_break_count": 1,
+               "break_reasons": [{"reason": "generic_jump TensorVariable()", "filename": "m.py", "lineno": 9,
+                                  "code": "DYN120"}]},
+    "after": {"graph_count": 1, "graph_break_count": 0, "break_reasons": []},
+    "fixes": [{"code": "DYN120", "filename": "m.py", "row": 9, "message": "use torch.where"}], "fix_errors": [],
+    "findings": [{"code": "DYN120", "message": "`if` on a tensor", "filename": "m.py", "row": 9, "column": 12,
+                  "severity": "error", "status": "confirmed"}],
+    "missed": [{"reason": "Attempted to call function marked as skipped", "filename": "m.py", "lineno": 12}],
+    "outputs_match": True, "max_abs_diff": 0.0, "outputs_mismatch": None,
+    "timing": {"device": "cuda", "repeat": 20, "warmup": 3, "backend": "inductor", "eager_ms": 1.5,
+               "compiled_before_ms": 1.2, "compiled_after_ms": 0.4, "compile_before_s": 3.0, "compile_after_s": 2.0,
+               "speedup": 3.0},
+}
+
+
+def test_text_and_markdown_show_the_same_tables():
+    text = render(SAMPLE_REPORT, "text")
+    assert "before  2       1" in text and "after   1       0" in text
+    assert "confirmed  m.py:9:12" in text and "m.py:12" in text and "3.00x" in text
+    md = render(SAMPLE_REPORT, "markdown")
+    assert "| before | 2 | 1 | 1 | - |" in md and "| after | 1 | 0 | 0 | - |" in md
+    assert "| confirmed | m.py:9:12 | DYN120 |" in md
+    assert "| 1.500 | 1.200 | 0.400 | 3.00 | 2.00 | 3.00x |" in md
+    assert json.loads(render(SAMPLE_REPORT, "json")) == SAMPLE_REPORT

@@ -1,0 +1,192 @@
+"""The verify child process: `python -m dynalint.verify.child SPEC.json RESULT.json`.
+
+It imports the user's code (never done in the CLI process), measures one version of it (the
+original, or the original with `source_override` texts) and writes a JSON result. User code may
+print to stdout, so the result goes to a file, not stdout. See `dynalint.verify.runner.measure`
+for the spec and result keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+import warnings
+from typing import Any, Optional
+
+from dynalint.verify.loading import StageError, describe
+
+TORCH_MISSING = (
+    "torch is not installed; `dynalint verify` needs it: install a torch build for your machine, "
+    "then `pip install 'dynalint[verify]'`"
+)
+
+
+def import_torch():
+    try:
+        import torch
+    except ImportError as exc:
+        raise StageError("torch_missing", TORCH_MISSING) from exc
+    return torch
+
+
+def resolve_device(torch, wanted: str) -> str:
+    if wanted in (None, "", "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if wanted == "cuda" and not torch.cuda.is_available():
+        raise StageError("device", "--device cuda given but torch sees no CUDA GPU")
+    if wanted not in ("cpu", "cuda"):
+        raise StageError("usage", f"unknown device {wanted!r} (auto, cpu or cuda)")
+    return wanted
+
+
+def _target_file(target: str) -> Optional[str]:
+    if "::" in target:
+        return os.path.realpath(target.rsplit("::", 1)[0])
+    return None
+
+
+def _call(fn, args, kwargs, stage: str, what: str):
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        raise StageError(stage, f"{what} failed: {describe(exc)}") from exc
+
+
+def measure_in_process(spec: dict) -> dict[str, Any]:
+    """Everything the child does, in order. Raises StageError for user-facing failures."""
+    from dynalint.verify import loading, measuring as M
+
+    for folder in reversed(spec.get("sys_path") or []):
+        sys.path.insert(0, os.path.realpath(folder))
+    torch = import_torch()
+    import torch._dynamo
+
+    overrides = loading.install_overrides(spec.get("source_override"))
+    seed = int(spec.get("seed", 0))
+    device = resolve_device(torch, spec.get("device", "auto"))
+    dynamic = spec.get("dynamic")
+    tdir = M.torch_dir()
+    result: dict[str, Any] = {
+        "torch": torch.__version__,
+        "device": device,
+        "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        "source_override": sorted(overrides),
+    }
+
+    M.seed_everything(seed)
+    obj = loading.import_object(spec["target"], overrides)
+    M.seed_everything(seed)
+    kind, fn, example = loading.build_target(obj, spec["target"])
+    result["target_kind"] = kind
+    result["model_files"] = loading.model_files(kind, fn, _target_file(spec["target"]), tdir)
+    result["module_classes"] = loading.module_classes(fn, tdir)
+    if kind == "function":
+        result["function"] = {"file": result["model_files"][0] if result["model_files"] else None,
+                              "qualname": getattr(fn, "__qualname__", "")}
+
+    reference = spec.get("reference_dir")
+    M.seed_everything(seed)
+    if reference:
+        args, kwargs = torch.load(os.path.join(reference, "inputs.pt"), weights_only=False)
+    else:
+        args, kwargs = loading.make_inputs(spec, example, overrides)
+    if isinstance(fn, torch.nn.Module):
+        if reference:
+            state = torch.load(os.path.join(reference, "state_dict.pt"), map_location="cpu", weights_only=False)
+            _call(fn.load_state_dict, (state,), {}, "construct", "loading the original's state_dict")
+        if spec.get("eval", True):
+            fn.eval()
+        fn.to(device)
+    args, kwargs = loading.to_device(args, device), loading.to_device(kwargs, device)
+    save = spec.get("save_dir")
+    if save:
+        os.makedirs(save, exist_ok=True)
+        torch.save((loading.to_device(args, "cpu"), loading.to_device(kwargs, "cpu")), os.path.join(save, "inputs.pt"))
+        if isinstance(fn, torch.nn.Module):
+            torch.save({k: v.detach().cpu() for k, v in fn.state_dict().items()}, os.path.join(save, "state_dict.pt"))
+
+    with torch.no_grad():
+        # 1. Eager, recording executed lines (for `not_reached`) and the outputs.
+        M.seed_everything(seed)
+        recorder = M.LineRecorder(result["model_files"]) if spec.get("trace", True) else None
+        if recorder is not None:
+            with recorder:
+                out = _call(fn, args, kwargs, "forward", "eager forward with the given inputs")
+            result["executed_lines"] = recorder.as_json()
+        else:
+            out = _call(fn, args, kwargs, "forward", "eager forward with the given inputs")
+        leaves = M.flatten(out)
+        result["outputs_digest"] = M.digest(leaves)
+        if save:
+            torch.save([t.detach().cpu() for t in leaves], os.path.join(save, "outputs.pt"))
+        if reference:
+            ref = torch.load(os.path.join(reference, "outputs.pt"), weights_only=False)
+            match, diff, why = M.compare(ref, leaves)
+            result.update(outputs_match=match, max_abs_diff=diff, outputs_mismatch=why or None)
+
+        # 2. Dynamo's view: graphs and break reasons.
+        try:
+            result.update(M.explain(fn, args, kwargs, seed, dynamic))
+        except Exception as exc:
+            raise StageError("explain", f"torch._dynamo.explain failed: {describe(exc)}") from exc
+
+        # 3. Recompiles for inputs of other shapes, when given.
+        second = loading.second_inputs(spec, overrides)
+        if second is not None:
+            second = (loading.to_device(second[0], device), loading.to_device(second[1], device))
+            result["recompiles"] = _call(
+                M.count_recompiles, (fn, (args, kwargs), second, seed, dynamic), {}, "forward",
+                "the call with the second inputs",
+            )
+
+        # 4. Timing.
+        if spec.get("timing", True):
+            result["timing"] = _timing(spec, fn, args, kwargs, device, dynamic)
+    return result
+
+
+def _timing(spec: dict, fn, args, kwargs, device: str, dynamic) -> dict:
+    from dynalint.verify import measuring as M
+
+    repeat, warmup = int(spec.get("repeat", 20)), int(spec.get("warmup", 3))
+    backend = spec.get("backend") or "inductor"
+    timing = {"device": device, "repeat": repeat, "warmup": warmup, "backend": backend}
+    if spec.get("time_eager", True):
+        timing["eager_ms"] = _call(M.time_calls, (fn, args, kwargs, device, repeat, warmup), {}, "forward", "timing eager")
+    try:
+        timing.update(M.compile_and_time(fn, args, kwargs, device, repeat, warmup, backend, dynamic))
+    except Exception as exc:
+        raise StageError("compile", f"torch.compile(backend={backend!r}) failed: {describe(exc)}") from exc
+    return timing
+
+
+def run(spec: dict) -> dict[str, Any]:
+    """Measure, turning every failure into {"error", "error_kind", "traceback"}."""
+    try:
+        result = measure_in_process(spec)
+        result["error"] = None
+        return result
+    except StageError as exc:
+        return {"error": exc.message, "error_kind": exc.kind, "traceback": traceback.format_exc()}
+    except BaseException as exc:  # user code may raise anything, SystemExit included
+        return {"error": f"unexpected failure: {describe(exc)}", "error_kind": "internal",
+                "traceback": traceback.format_exc()}
+
+
+def main(argv: list[str]) -> int:
+    spec_path, result_path = argv
+    with open(spec_path, encoding="utf-8") as fh:
+        spec = json.load(fh)
+    os.environ.setdefault("PYTHONBREAKPOINT", "0")  # a breakpoint() in forward must not hang the child
+    if not spec.get("verbose"):
+        warnings.filterwarnings("ignore")
+    result = run(spec)
+    with open(result_path, "w", encoding="utf-8") as fh:
+        json.dump(result, fh, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

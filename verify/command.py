@@ -1,0 +1,79 @@
+"""`dynalint verify TARGET`: prove a fix with Dynamo (graphs, outputs, timing).
+
+Exit codes: 0 verified (outputs match), 1 the fixed code's outputs differ from the original's,
+2 usage error or a failure of the code under test (one line; the traceback with --verbose).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
+
+
+def _shape(ctx, param, value: Optional[str]) -> Optional[list[int]]:
+    if value is None:
+        return None
+    try:
+        dims = [int(d) for d in value.split(",") if d.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a shape like 4,16") from None
+    if not dims or any(d < 0 for d in dims):
+        raise click.BadParameter(f"{value!r} is not a shape like 4,16")
+    return dims
+
+
+def _error(message: str) -> None:
+    click.echo(f"dynalint: error: {message}", err=True)
+
+
+@click.command(name="verify")
+@click.argument("target")
+@click.option("--inputs", help="`path.py::fn` returning a tuple of positional arguments or a dict of keyword arguments.")
+@click.option("--input-shape", callback=_shape, help="One torch.randn input of this shape, e.g. 4,16.")
+@click.option("--second-inputs", help="Inputs of other shapes (`path.py::fn`): count the graphs compiled for them.")
+@click.option("--second-input-shape", callback=_shape, help="A second torch.randn input shape: count recompiles.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change semantics.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--dynamic/--no-dynamic", default=None, help="torch.compile's `dynamic` (default: Dynamo decides).")
+@click.option("--repeat", type=click.IntRange(1), default=20, show_default=True, help="Timed calls (median).")
+@click.option("--warmup", type=click.IntRange(0), default=3, show_default=True, help="Untimed calls first.")
+@click.option("--no-timing", is_flag=True, help="Skip timing (graphs and outputs only).")
+@click.option("--backend", default="inductor", show_default=True, help="torch.compile backend for timing.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--timeout", type=click.FloatRange(1), default=600, show_default=True, help="Seconds per child process.")
+@click.option("--path", "sys_path", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to put on sys.path for the target (repeatable).")
+@click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("-v", "--verbose", is_flag=True, help="On errors, print the traceback and the child's output.")
+@click.help_option("-h", "--help")
+def verify(target, inputs, input_shape, second_inputs, second_input_shape, unsafe_fixes, device, dynamic, repeat,
+           warmup, no_timing, backend, seed, timeout, sys_path, output_format, verbose):
+    """Run TARGET (`file.py::Class`, `file.py::factory` or `pkg.module:Name`) and its in-memory fixed
+    version through torch._dynamo.explain; compare outputs and time both compiled versions."""
+    if importlib.util.find_spec("torch") is None:
+        _error("torch is not installed; `dynalint verify` needs it: install a torch build for your machine, "
+               "then `pip install 'dynalint[verify]'`")
+        sys.exit(EXIT_ERROR)
+    from dynalint.verify.report import render
+    from dynalint.verify.runner import VerifyError, verify as run_verify
+
+    try:
+        report = run_verify(
+            target, inputs=inputs, input_shape=input_shape, second_inputs=second_inputs,
+            second_input_shape=second_input_shape, device=device, dynamic=dynamic, repeat=repeat, warmup=warmup,
+            timing=not no_timing, backend=backend, seed=seed, unsafe_fixes=unsafe_fixes,
+            sys_path=[str(p) for p in sys_path], timeout=timeout, verbose=verbose,
+        )
+    except VerifyError as exc:
+        _error(str(exc))
+        if verbose and exc.details:
+            click.echo(exc.details.rstrip(), err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(render(report, output_format))
+    sys.exit(EXIT_OK if report["outputs_match"] else EXIT_MISMATCH)

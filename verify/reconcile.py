@@ -1,0 +1,149 @@
+"""Static findings against what Dynamo did (parent side; no torch, no user code).
+
+Each finding in the target's compile region gets a status:
+- confirmed       Dynamo broke the graph on one of the finding's lines
+- not_reproduced  the line ran (eagerly) and Dynamo did not break there
+- not_reached     the line never ran with these inputs
+Findings of rules that do not claim a graph break (recompile hints, host syncs) are `reached` or
+`not_reached`: explain cannot confirm them. Each break with no finding on its line is `missed`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+from dynalint.config import Config
+from dynalint.engine import SourceFile, analyze_files, module_name_for, read_source, select_findings
+from dynalint.findings import Finding
+
+CONFIRMED, NOT_REPRODUCED, NOT_REACHED, REACHED = "confirmed", "not_reproduced", "not_reached", "reached"
+
+
+def display_name(path: str) -> str:
+    """Relative to the current folder when under it, else absolute (as `check` prints)."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+@dataclass
+class LintedFiles:
+    """The model's files linted as one project: texts, summaries and the findings in region."""
+
+    files: list[SourceFile]
+    texts: dict[str, str]  # real path -> text
+    by_display: dict[str, str]  # display -> real path
+    findings: list[Finding] = field(default_factory=list)  # every selected finding (all regions)
+    live: set[str] = field(default_factory=set)  # functions reachable from the target
+
+
+def source_files(paths: Iterable[str], config: Config) -> tuple[list[SourceFile], dict[str, str]]:
+    src_roots = [config.root / s for s in config.src]
+    files, texts = [], {}
+    for path in paths:
+        try:
+            text = read_source(Path(path))
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+            continue  # not Python source we can read (a C extension's class, say)
+        module, is_package = module_name_for(Path(path), src_roots)
+        files.append(SourceFile(Path(path), display_name(path), module, is_package, text=text))
+        texts[path] = text
+    return files, texts
+
+
+def region_roots(project, module_classes: list[dict], function: Optional[dict], files: list[SourceFile]) -> list[str]:
+    """Dotted names of what runs under compile: the forward of every submodule class, or the function."""
+    module_of = {str(f.path): f.module for f in files}
+    roots = []
+    for cls in module_classes:
+        module = module_of.get(cls["file"])
+        if module is None or "<locals>" in cls["qualname"]:
+            continue
+        fwd = project.find_method(project.canonical(f"{module}.{cls['qualname']}"), "forward")
+        if fwd:
+            roots.append(fwd)
+    if function and function.get("file") in module_of and "<locals>" not in function.get("qualname", ""):
+        roots.append(f"{module_of[function['file']]}.{function['qualname']}")
+    return roots
+
+
+def lint_model(paths: list[str], config: Config, module_classes: list[dict], function: Optional[dict]) -> LintedFiles:
+    from dynalint.lint.regions import Project
+
+    files, texts = source_files(paths, config)
+    summaries = analyze_files(files, config, jobs=1)
+    linted = LintedFiles(files, texts, {f.display: str(f.path) for f in files})
+    linted.findings = select_findings(summaries, config)
+
+    class TargetRegion(Project):
+        def roots(self) -> list[str]:
+            return region_roots(self, module_classes, function, files)
+
+    linted.live = TargetRegion(summaries, extra_roots=tuple(config.extra_roots)).reachable()
+    return linted
+
+
+def in_region(linted: LintedFiles, breaks: list[dict] = ()) -> list[Finding]:
+    """Findings in functions reachable from the target, plus any that sits on a break's line."""
+    return [
+        f
+        for f in linted.findings
+        if (f.scope and f.scope in linted.live)
+        or any(_covers(f, b["filename"], linted.by_display, b["lineno"]) for b in breaks)
+    ]
+
+
+def _severity(code: str) -> str:
+    from dynalint.lint.rules import rule_by_code
+
+    rule = rule_by_code(code)
+    return rule.severity if rule is not None else "error"
+
+
+def _covers(f: Finding, path: str, by_display: dict[str, str], lineno: Optional[int]) -> bool:
+    return lineno is not None and by_display.get(f.filename) == path and f.row <= lineno <= max(f.row, f.end_row)
+
+
+def code_at(findings: list[Finding], by_display: dict[str, str], path: Optional[str], lineno: Optional[int]) -> Optional[str]:
+    """The code of the static finding on this line, if any (first by position)."""
+    for f in findings:
+        if path and _covers(f, path, by_display, lineno):
+            return f.code
+    return None
+
+
+def reconcile(linted: LintedFiles, breaks: list[dict], executed: dict[str, list[int]]) -> tuple[list[dict], list[dict]]:
+    """-> (findings with status, missed breaks)."""
+    ran = {path: set(lines) for path, lines in executed.items()}
+    region = in_region(linted, breaks)
+    statuses = []
+    for f in region:
+        path = linted.by_display.get(f.filename, f.filename)
+        lines = range(f.row, max(f.row, f.end_row) + 1)
+        reached = any(line in ran.get(path, ()) for line in lines)
+        broke = any(b["filename"] == path and b["lineno"] in lines for b in breaks)
+        if _severity(f.code) != "error":
+            status = REACHED if reached or broke else NOT_REACHED
+        elif broke:
+            status = CONFIRMED
+        else:
+            status = NOT_REPRODUCED if reached else NOT_REACHED
+        statuses.append(
+            {"code": f.code, "message": f.message, "filename": f.filename, "row": f.row, "column": f.column,
+             "severity": _severity(f.code), "status": status}
+        )
+    missed, seen = [], set()
+    for b in breaks:
+        key = (b["filename"], b["lineno"], b["reason"])
+        if key in seen:
+            continue
+        seen.add(key)
+        if any(_covers(f, b["filename"], linted.by_display, b["lineno"]) for f in linted.findings):
+            continue
+        missed.append({**b, "filename": display_name(b["filename"]) if b["filename"] else None})
+    return statuses, missed

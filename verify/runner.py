@@ -1,0 +1,263 @@
+"""Parent side of verify: run measurements in a child process, lint and fix in memory, reconcile.
+
+The calling process never imports torch or user code: `measure` starts
+`python -m dynalint.verify.child` with a JSON spec, waits with a timeout and reads a JSON result.
+
+Spec keys (all but `target` optional):
+    sys_path            folders to prepend to sys.path in the child
+    target              "path/to/file.py::Name" or "package.module:Name"; Name is an nn.Module
+                        class (built with no arguments), a function returning a module or
+                        `(module, example_inputs)`, a module instance, or a function with
+                        parameters (compiled itself)
+    inputs              "path.py::fn" / "pkg.mod:fn" returning a tuple of positional arguments,
+                        a dict of keyword arguments or one tensor
+    input_shape         [4, 16]: one torch.randn input (used when `inputs` is not given)
+    second_inputs, second_input_shape
+                        inputs of other shapes: counts the graphs compiled for them (`recompiles`)
+    device              "auto" | "cpu" | "cuda"
+    dynamic             None | True | False, as torch.compile's `dynamic`
+    repeat, warmup      timed calls (median) and untimed calls before them
+    timing, time_eager  measure compiled (and eager) time
+    backend             torch.compile backend for timing (default "inductor")
+    seed                seed reset before building and before each call
+    source_override     {"path/to/file.py": "text"}: imports of these files get this text
+    save_dir            write inputs.pt, state_dict.pt, outputs.pt there
+    reference_dir       read inputs and state_dict from there, compare outputs with its outputs.pt
+    trace               record executed lines of the model's files (default True)
+    eval                call module.eval() (default True)
+
+Result keys: graph_count, graph_break_count, break_reasons [{reason, filename, lineno}],
+recompiles (with second inputs), outputs_digest, outputs_match / max_abs_diff (with
+reference_dir), timing {device, eager_ms, compiled_ms, compile_s, ...}, executed_lines,
+model_files, module_classes, target_kind, torch, device, device_name, error, error_kind,
+traceback, output (the child's stdout/stderr tail, on error).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from typing import Any, Optional
+
+DEFAULT_TIMEOUT = 600.0
+_OUTPUT_TAIL = 4000
+
+
+def _child_command() -> list[str]:
+    return [sys.executable, "-m", "dynalint.verify.child"]
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    return env
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill the child and whatever it started (its own process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, AttributeError):
+        proc.kill()
+
+
+def measure(spec: dict, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """Measure one version of the target in a child process; never raises for user-code failures."""
+    with tempfile.TemporaryDirectory(prefix="dynalint-verify-") as tmp:
+        spec_path, result_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "result.json")
+        with open(spec_path, "w", encoding="utf-8") as fh:
+            json.dump(spec, fh)
+        proc = subprocess.Popen(
+            [*_child_command(), spec_path, result_path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=_child_env(),
+            start_new_session=True,
+        )
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            output, _ = proc.communicate()
+            return _failure(f"timed out after {timeout:g} s", "timeout", output)
+        text = output.decode("utf-8", "replace")
+        try:
+            with open(result_path, encoding="utf-8") as fh:
+                result = json.load(fh)
+        except (OSError, ValueError):
+            return _failure(f"the verify child process died (exit status {proc.returncode})", "crash", output)
+        if result.get("error"):
+            result["output"] = text[-_OUTPUT_TAIL:]
+        return result
+
+
+def _failure(message: str, kind: str, output: Optional[bytes]) -> dict[str, Any]:
+    text = (output or b"").decode("utf-8", "replace")
+    return {"error": message, "error_kind": kind, "traceback": None, "output": text[-_OUTPUT_TAIL:]}
+
+
+# --------------------------------------------------------------------------------------------
+# verify: before, fix in memory, after, reconcile
+
+
+class VerifyError(Exception):
+    """A failure verify reports as one line (exit 2); `details` holds the traceback / child output."""
+
+    def __init__(self, message: str, kind: str, details: str = ""):
+        super().__init__(message)
+        self.kind = kind
+        self.details = details
+
+
+def _raise_if_failed(result: dict, prefix: str = "") -> None:
+    if result.get("error"):
+        details = "\n".join(x for x in (result.get("output"), result.get("traceback")) if x)
+        raise VerifyError(prefix + result["error"], result.get("error_kind") or "internal", details)
+
+
+def _target_path(target: str) -> Optional[str]:
+    return target.rsplit("::", 1)[0] if "::" in target else None
+
+
+def _config_for(target: str):
+    from pathlib import Path
+
+    from dynalint.config import resolve_config
+
+    where = _target_path(target)
+    return resolve_config([Path(where) if where else Path.cwd()], None)
+
+
+def fix_in_memory(linted, config, unsafe: bool) -> tuple[dict[str, str], list, list, list[str]]:
+    """Run every model file through the fixes stage. -> (overrides, fixed, remaining, errors)."""
+    from dynalint.fixes.apply import fix_source
+
+    overrides, fixed, remaining, errors = {}, [], [], []
+    for sf in linted.files:
+        path = str(sf.path)
+        others = [f for f in linted.files if f is not sf]
+        result = fix_source(linted.texts[path], sf.display, config, unsafe=unsafe, context=others)
+        errors += result.errors
+        remaining += result.remaining
+        if result.changed:
+            overrides[path] = result.text
+            fixed += result.fixed
+    return overrides, fixed, remaining, errors
+
+
+def _graph_view(result: dict, findings: list, by_display: dict[str, str]) -> dict:
+    from dynalint.verify.reconcile import code_at, display_name
+
+    view = {
+        "graph_count": result["graph_count"],
+        "graph_break_count": result["graph_break_count"],
+        "break_reasons": [
+            {
+                "reason": b["reason"],
+                "filename": display_name(b["filename"]) if b["filename"] else None,
+                "lineno": b["lineno"],
+                "code": code_at(findings, by_display, b["filename"], b["lineno"]),
+            }
+            for b in result["break_reasons"]
+        ],
+    }
+    if "recompiles" in result:
+        view["recompiles"] = result["recompiles"]
+    return view
+
+
+def _timing_view(before: dict, after: Optional[dict], device_asked: str) -> Optional[dict]:
+    tb = before.get("timing")
+    if not tb:
+        return None
+    ta = (after or {}).get("timing") or tb
+    timing = {
+        "device": tb["device"],
+        "repeat": tb["repeat"],
+        "warmup": tb["warmup"],
+        "backend": tb["backend"],
+        "eager_ms": tb.get("eager_ms"),
+        "compiled_before_ms": tb["compiled_ms"],
+        "compiled_after_ms": ta["compiled_ms"],
+        "compile_before_s": tb["compile_s"],
+        "compile_after_s": ta["compile_s"],
+        "speedup": tb["compiled_ms"] / ta["compiled_ms"] if ta["compiled_ms"] else None,
+    }
+    if tb["device"] == "cpu" and device_asked in (None, "", "auto"):
+        timing["note"] = "no CUDA GPU found: timed on CPU"
+    return timing
+
+
+def verify(
+    target: str,
+    *,
+    inputs: Optional[str] = None,
+    input_shape: Optional[list[int]] = None,
+    second_inputs: Optional[str] = None,
+    second_input_shape: Optional[list[int]] = None,
+    device: str = "auto",
+    dynamic: Optional[bool] = None,
+    repeat: int = 20,
+    warmup: int = 3,
+    timing: bool = True,
+    backend: str = "inductor",
+    seed: int = 0,
+    unsafe_fixes: bool = False,
+    sys_path: Optional[list[str]] = None,
+    config=None,
+    timeout: float = DEFAULT_TIMEOUT,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """Measure the original, fix its files in memory, measure the fixed version, reconcile.
+
+    Returns the report (the JSON shape `dynalint verify --output-format json` prints). Raises
+    VerifyError for failures of the user's code (import, construction, inputs, forward, timeout).
+    """
+    from dynalint.verify.reconcile import lint_model, reconcile
+
+    spec = {
+        "target": target, "inputs": inputs, "input_shape": input_shape, "second_inputs": second_inputs,
+        "second_input_shape": second_input_shape, "device": device, "dynamic": dynamic, "repeat": repeat,
+        "warmup": warmup, "timing": timing, "backend": backend, "seed": seed,
+        "sys_path": list(sys_path or []), "verbose": verbose,
+    }
+    config = config or _config_for(target)
+    with tempfile.TemporaryDirectory(prefix="dynalint-verify-ref-") as ref:
+        before = measure({**spec, "save_dir": ref}, timeout)
+        _raise_if_failed(before)
+        linted = lint_model(before["model_files"], config, before["module_classes"], before.get("function"))
+        overrides, fixed, remaining, fix_errors = fix_in_memory(linted, config, unsafe_fixes)
+        after = None
+        if overrides:
+            after_spec = {**spec, "source_override": overrides, "reference_dir": ref, "time_eager": False}
+            after = measure(after_spec, timeout)
+            _raise_if_failed(after, "the fixed code failed: ")
+
+    findings, missed = reconcile(linted, before["break_reasons"], before.get("executed_lines", {}))
+    report = {
+        "target": target,
+        "torch": before["torch"],
+        "device": before["device"],
+        "device_name": before["device_name"],
+        "dynamic": dynamic,
+        "before": _graph_view(before, linted.findings, linted.by_display),
+        "after": _graph_view(after or before, remaining if after else linted.findings, linted.by_display),
+        "fixes": [{"code": f.code, "filename": f.filename, "row": f.row, "message": f.fix.message} for f in fixed],
+        "fix_errors": fix_errors,
+        "findings": findings,
+        "missed": missed,
+        "outputs_match": after["outputs_match"] if after else True,
+        "max_abs_diff": after["max_abs_diff"] if after else 0.0,
+        "outputs_mismatch": (after or {}).get("outputs_mismatch"),
+        "timing": _timing_view(before, after, device),
+    }
+    if not overrides:
+        report["note"] = "no fix applied: `after` is the original code"
+    return report
