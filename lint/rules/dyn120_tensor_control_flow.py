@@ -42,6 +42,8 @@ def _is_tensor_condition(operand, ctx) -> bool:
 
 
 def _is_dtype_or_device_check(node) -> bool:
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return _is_dtype_or_device_check(node.left) or _is_dtype_or_device_check(node.right)
     if not isinstance(node, cst.Comparison):
         return False
     parts = [node.left] + [c.comparator for c in node.comparisons]

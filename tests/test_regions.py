@@ -1,0 +1,221 @@
+"""Compile regions: what is linted (reachable from a compiled root) and what is not."""
+
+import textwrap
+from pathlib import Path
+
+from dynalint.config import Config
+from dynalint.engine import SourceFile, analyze_files, module_name_for, select_findings
+
+ALL = Config(select=("ALL",))
+
+
+def lint_tree(tmp_path: Path, files: dict[str, str]):
+    sources = []
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    for p in sorted(tmp_path.rglob("*.py")):
+        module, is_pkg = module_name_for(p)
+        sources.append(SourceFile(p, p.relative_to(tmp_path).as_posix(), module, is_pkg))
+    summaries = analyze_files(sources, ALL, jobs=1)
+    return [(f.filename, f.row, f.code) for f in select_findings(summaries, ALL)]
+
+
+def test_base_class_in_another_file_and_imported_helper(tmp_path):
+    found = lint_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/base.py": """
+                from torch import nn
+
+                class MyBase(nn.Module):
+                    pass
+            """,
+            "pkg/ops.py": """
+                def nms_boxes(boxes):
+                    print("boxes", boxes.shape)
+                    return boxes
+
+                def unused_helper(x):
+                    print("never called from a compiled region")
+            """,
+            "pkg/model.py": """
+                from .base import MyBase
+                from .ops import nms_boxes
+
+                class Block(MyBase):
+                    def forward(self, x):
+                        return nms_boxes(x)
+            """,
+        },
+    )
+    assert found == [("pkg/ops.py", 3, "DYN101")]
+
+
+def test_training_step_and_data_code_are_not_reported(tmp_path):
+    found = lint_tree(
+        tmp_path,
+        {
+            "train.py": """
+                import torch
+                from torch import nn
+
+                class Net(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+
+                    def forward(self, x):
+                        return self.fc(x)
+
+                    def training_step(self, batch):
+                        loss = self(batch).sum()
+                        print("loss", loss.item())
+                        return loss
+
+                def load(path):
+                    data = torch.load(path)
+                    if data.sum() > 0:
+                        print(data)
+                    return data
+            """
+        },
+    )
+    assert found == []
+
+
+def test_submodule_methods_and_self_helpers_are_followed(tmp_path):
+    found = lint_tree(
+        tmp_path,
+        {
+            "m.py": """
+                import torch
+
+                class Scorer:
+                    def score(self, x):
+                        return x.max().item()
+
+                class Net(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.scorer = Scorer()
+
+                    def forward(self, x):
+                        return self.helper(x) + self.scorer.score(x)
+
+                    def helper(self, y):
+                        if y.sum() > 0:
+                            return y
+                        return -y
+            """
+        },
+    )
+    assert found == [("m.py", 6, "DYN110"), ("m.py", 17, "DYN120")]
+
+
+def test_is_compiling_guards_disable_and_scripting_branches(tmp_path):
+    found = lint_tree(
+        tmp_path,
+        {
+            "g.py": """
+                import torch
+                from transformers.utils import is_torchdynamo_compiling
+
+                @torch.compile
+                def f(x):
+                    if not torch.compiler.is_compiling():
+                        print("eager only")
+                    if torch._dynamo.is_compiling():
+                        y = x * 2
+                    else:
+                        print("eager only too")
+                    if not is_torchdynamo_compiling() and x.sum() > 0:
+                        print("short-circuited while compiling")
+                    if torch.jit.is_scripting():
+                        print("scripting only")
+                    if torch.compiler.is_compiling():
+                        return x + 1
+                    print("unreachable while compiling")
+                    return slow(x)
+
+                @torch.compiler.disable
+                def slow(x):
+                    print("not traced")
+                    return x
+            """
+        },
+    )
+    assert found == []
+
+
+def test_torch_compile_call_marks_function_root(tmp_path):
+    found = lint_tree(
+        tmp_path,
+        {
+            "c.py": """
+                import torch
+
+                def step(x):
+                    print(x)
+                    return x * 2
+
+                def not_compiled(x):
+                    print(x)
+
+                fast_step = torch.compile(step)
+            """
+        },
+    )
+    assert found == [("c.py", 5, "DYN101")]
+
+
+def test_noqa_suppresses_by_code_and_bare(tmp_path):
+    found = lint_tree(
+        tmp_path,
+        {
+            "n.py": """
+                import torch
+
+                @torch.compile
+                def f(x):
+                    print(x)  # noqa: DYN101
+                    print(x)  # noqa
+                    print(x)  # noqa: DYN110
+                    return x
+            """
+        },
+    )
+    assert found == [("n.py", 8, "DYN101")]
+
+
+def test_metadata_conditions_are_not_tensor_branches(tmp_path):
+    found = lint_tree(
+        tmp_path,
+        {
+            "meta.py": """
+                import torch
+                from torch import nn
+
+                class Attn(nn.Module):
+                    def forward(self, x, mask=None, use_cache=None, past=None):
+                        if mask is None:
+                            mask = torch.ones_like(x)
+                        if use_cache and past is not None:
+                            x = x + past.get_seq_length()
+                        if self.training and x.dim() == 3:
+                            x = x * 0.5
+                        if isinstance(x, torch.Tensor) and x.dtype == torch.float16 and torch.isinf(x).any():
+                            x = x.clamp(-1, 1)
+                        early, mask2 = self.prepare(x)
+                        if early:
+                            return mask2
+                        return x * mask
+
+                    def prepare(self, x):
+                        return False, x
+            """
+        },
+    )
+    assert found == []
