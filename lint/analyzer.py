@@ -304,7 +304,7 @@ class FileAnalyzer:
                             continue
                         q = self.qualname(value.func) if isinstance(value, cst.Call) else None
                         if q is not None and (
-                            q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+                            q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer")
                             or (q.startswith("torch.") and not _torch_non_tensor(q) and not q.startswith("torch.nn."))
                         ):
                             tensor_attrs.add(attr)
@@ -1007,8 +1007,10 @@ class FunctionContext(cst.CSTVisitor):
                 if last in ("is_tensor", "is_floating_point", "is_complex", "is_nonzero"):
                     return N
                 return T
-            if q.startswith(("math.", "numpy.", "time.", "random.", "os.", "warnings.", "logging.")):
+            if q.startswith(("math.", "time.", "random.", "os.", "warnings.", "logging.")):
                 return N
+            if q.startswith("numpy."):
+                return U  # Dynamo traces NumPy arrays as tensors, but a scalar is often meant
         if isinstance(func, cst.Attribute):
             recv = func.value
             meth = func.attr.value

@@ -28,6 +28,8 @@ or use `torch._logging` / a forward hook outside the compiled region.
 
 import libcst as cst
 
+from dynalint.fixes.guard import guard_fix
+
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 
@@ -40,7 +42,12 @@ class PrintCall(Rule):
 
     def check(self, node, ctx):
         if ctx.call_name(node) == "print":
-            ctx.report(self, node, "`print()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`")
+            ctx.report(
+                self,
+                node,
+                "`print()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`",
+                fix=guard_fix(ctx, node, self.code),
+            )
 
     invalid = (
         Example(

@@ -22,6 +22,8 @@ Remove it before compiling (the unsafe autofix deletes it), or debug the eager m
 
 import libcst as cst
 
+from dynalint.fixes.debugger import debugger_fix
+
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 DEBUGGER_CALLS = frozenset(
@@ -50,7 +52,12 @@ class DebuggerCall(Rule):
     def check(self, node, ctx):
         q = ctx.call_name(node)
         if q in DEBUGGER_CALLS:
-            ctx.report(self, node, f"`{q}()` breaks the graph; remove the debugger call from compiled code")
+            ctx.report(
+                self,
+                node,
+                f"`{q}()` breaks the graph; remove the debugger call from compiled code",
+                fix=debugger_fix(ctx, node, self.code),
+            )
 
     invalid = (
         Example(

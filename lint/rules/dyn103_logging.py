@@ -26,6 +26,8 @@ Log outside the compiled region, or guard it (the autofix does this):
 
 import libcst as cst
 
+from dynalint.fixes.guard import guard_fix
+
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 LOG_METHODS = frozenset(
@@ -46,9 +48,19 @@ class LoggingCall(Rule):
             return
         q = ctx.qualname(func)
         if q is not None and q.startswith("logging.") and q.count(".") == 1:
-            ctx.report(self, node, f"`{q}()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`")
+            ctx.report(
+                self,
+                node,
+                f"`{q}()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`",
+                fix=guard_fix(ctx, node, self.code),
+            )
         elif ctx.is_logger(func.value):
-            ctx.report(self, node, f"logger call `.{func.attr.value}()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`")
+            ctx.report(
+                self,
+                node,
+                f"logger call `.{func.attr.value}()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`",
+                fix=guard_fix(ctx, node, self.code),
+            )
 
     invalid = (
         Example(

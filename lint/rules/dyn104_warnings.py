@@ -22,6 +22,8 @@ Warn once at construction time (`__init__`), or guard the call with
 
 import libcst as cst
 
+from dynalint.fixes.guard import guard_fix
+
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 
@@ -35,7 +37,12 @@ class WarningsWarn(Rule):
     def check(self, node, ctx):
         q = ctx.call_name(node)
         if q in ("warnings.warn", "warnings.warn_explicit"):
-            ctx.report(self, node, f"`{q}()` breaks the graph; warn in `__init__` or guard with `if not torch.compiler.is_compiling():`")
+            ctx.report(
+                self,
+                node,
+                f"`{q}()` breaks the graph; warn in `__init__` or guard with `if not torch.compiler.is_compiling():`",
+                fix=guard_fix(ctx, node, self.code),
+            )
 
     invalid = (
         Example(

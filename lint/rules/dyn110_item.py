@@ -1,7 +1,7 @@
 """DYN110: `Tensor.item()`, or `int()` / `float()` / `bool()` of a tensor, in compiled code.
 
 ## What it does
-Finds `.item()` calls and `int(t)`, `float(t)`, `bool(t)` where `t` is a tensor, in a compile
+Finds `.item()` calls (on tensors, and on NumPy arrays, which Dynamo traces as tensors) and `int(t)`, `float(t)`, `bool(t)` where `t` is a tensor, in a compile
 region. `.item()` in a training loop outside any compiled region is not reported.
 
 ## Why it breaks the graph
@@ -24,6 +24,8 @@ the compiled model.
 
 import libcst as cst
 
+from dynalint.fixes.scalar import item_fix
+
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 
@@ -40,11 +42,21 @@ class ItemCall(Rule):
             recv_kind = ctx.kind(func.value)
             if recv_kind in ("N", "S"):
                 return
-            ctx.report(self, node, "`.item()` reads a tensor value and breaks the graph; keep it a tensor or return it")
+            ctx.report(
+                self,
+                node,
+                "`.item()` reads a tensor value and breaks the graph; keep it a tensor or return it",
+                fix=item_fix(ctx, node, self.code),
+            )
             return
         if isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and len(node.args) == 1:
             if ctx.call_name(node) == func.value and ctx.is_tensor(node.args[0].value):
-                ctx.report(self, node, f"`{func.value}()` of a tensor reads its value and breaks the graph; keep it a tensor")
+                ctx.report(
+                    self,
+                    node,
+                    f"`{func.value}()` of a tensor reads its value and breaks the graph; keep it a tensor",
+                    fix=item_fix(ctx, node, self.code),
+                )
 
     invalid = (
         Example(
@@ -66,6 +78,19 @@ class ItemCall(Rule):
             def f(x):
                 n = int(x.sum())  # expect: DYN110
                 return x * n
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                eps = np.random.rand(1).item()  # expect: DYN110
+                return y + eps
             """,
             dynamo=BREAKS,
         ),

@@ -29,6 +29,8 @@ different work.
 
 import libcst as cst
 
+from dynalint.fixes.where import where_fix
+
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torch.cond`"
@@ -64,7 +66,7 @@ class TensorControlFlow(Rule):
                 return  # the operands are checked on their own
             if _is_tensor_condition(test, ctx):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
-                ctx.report(self, test, MESSAGE.format(what=what))
+                ctx.report(self, test, MESSAGE.format(what=what), fix=where_fix(ctx, test, self.code))
         elif isinstance(node, cst.BooleanOperation):
             op = "and" if isinstance(node.operator, cst.And) else "or"
             operands = [node.left, node.right]
@@ -80,7 +82,7 @@ class TensorControlFlow(Rule):
         elif isinstance(node, cst.UnaryOperation):
             if isinstance(node.operator, cst.Not) and not isinstance(node.expression, cst.BooleanOperation):
                 if _is_tensor_condition(node.expression, ctx):
-                    ctx.report(self, node.expression, MESSAGE.format(what="`not`"))
+                    ctx.report(self, node.expression, MESSAGE.format(what="`not`"), fix=where_fix(ctx, node.expression, self.code))
         elif isinstance(node, cst.Call):
             if isinstance(node.func, cst.Name) and node.func.value in ("all", "any") and len(node.args) == 1:
                 if ctx.call_name(node) == node.func.value and ctx.is_tensor(node.args[0].value):

@@ -24,6 +24,8 @@ Keep the shape static with masking arithmetic: `(x * (x > 0)).sum()` or
 
 import libcst as cst
 
+from dynalint.fixes.masking import mask_fix
+
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 DYNAMIC_FUNCS = frozenset(
@@ -52,7 +54,7 @@ class DynamicShapeOp(Rule):
         if isinstance(node, cst.Call):
             q = ctx.call_name(node)
             if q in DYNAMIC_FUNCS:
-                ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph")
+                ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph", fix=mask_fix(ctx, node, self.code))
             elif q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value):
                 ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output shape and breaks the graph")
             elif q == "torch.where" and len(node.args) == 1:
@@ -69,7 +71,12 @@ class DynamicShapeOp(Rule):
             return
         for el in node.slice:
             if isinstance(el.slice, cst.Index) and ctx.kind(el.slice.value) == "B":
-                ctx.report(self, node, "indexing with a boolean mask has a data-dependent output shape and breaks the graph; use `torch.where(mask, x, 0)`")
+                ctx.report(
+                    self,
+                    node,
+                    "indexing with a boolean mask has a data-dependent output shape and breaks the graph; use `torch.where(mask, x, 0)`",
+                    fix=mask_fix(ctx, node, self.code),
+                )
                 return
 
     invalid = (

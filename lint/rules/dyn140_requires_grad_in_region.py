@@ -1,7 +1,8 @@
 """DYN140: creating a new leaf parameter (`nn.Parameter`, `.requires_grad_()`) in compiled code.
 
 ## What it does
-Finds `nn.Parameter(...)` and `.requires_grad_()` calls in a compile region. (Factory calls
+Finds `nn.Parameter(...)`, `.requires_grad_()` calls and `t.requires_grad = True` assignments in
+a compile region. (Factory calls
 with `requires_grad=True` are traced by current Dynamo and are not reported.)
 
 ## Why it breaks the graph
@@ -29,9 +30,15 @@ class RequiresGradInRegion(Rule):
     code = "DYN140"
     name = "parameter-created-in-region"
     summary = "New `nn.Parameter` / `requires_grad_()` in compiled code"
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.Assign)
 
     def check(self, node, ctx):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                tgt = t.target
+                if isinstance(tgt, cst.Attribute) and tgt.attr.value == "requires_grad" and ctx.is_tensor(tgt.value):
+                    ctx.report(self, node, "setting `.requires_grad` in compiled code breaks the graph; do it before calling the compiled model")
+            return
         q = ctx.call_name(node)
         if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             ctx.report(self, node, "`nn.Parameter()` created in compiled code breaks the graph; create it in `__init__`")
@@ -64,6 +71,18 @@ class RequiresGradInRegion(Rule):
                 y = x * 2
                 w = torch.ones(4).requires_grad_()  # expect: DYN140
                 return y * w
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x[:, None] * 2
+                y.requires_grad = True  # expect: DYN140
+                return y + 1
             """,
             dynamo=BREAKS,
         ),
