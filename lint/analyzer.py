@@ -108,10 +108,6 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def call_func_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    return node.func if isinstance(node, cst.Call) else None
-
-
 def _terminates(block: cst.BaseSuite) -> bool:
     """Does this block always leave the function (return/raise as its last statement)?"""
     if isinstance(block, cst.IndentedBlock):
@@ -324,8 +320,6 @@ class FileAnalyzer:
                     if isinstance(name, str):
                         tensor_attrs.add(name)
                         all_attrs.add(name)
-                elif isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) >= 2:
-                    pass
 
     def _visit_function(self, node: cst.FunctionDef, prefix: str, cls: Optional[str]) -> None:
         qual = f"{prefix}.{node.name.value}"
@@ -628,8 +622,6 @@ class FunctionContext(cst.CSTVisitor):
             else:
                 else_exits = self._walk_block(node.orelse.body)
         self.env = _merge(after_body, self.env) if not body_exits else self.env
-        if body_exits and not else_exits:
-            pass
         return body_exits and else_exits
 
     def static_truth(self, test: cst.BaseExpression) -> Optional[bool]:
@@ -915,11 +907,7 @@ class FunctionContext(cst.CSTVisitor):
             v = node.value
             if v in ("True", "False", "None"):
                 return N
-            k = self.env.get(v)
-            if k is None:
-                if v in self.local_types:
-                    return U
-                return U
+            k = self.env.get(v, U)
             return U if k == "SELF" else k
         if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             return N
