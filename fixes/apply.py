@@ -9,6 +9,7 @@ and newline style, and are skipped when they changed on disk since they were rea
 
 from __future__ import annotations
 
+import ast
 import difflib
 import hashlib
 import io
@@ -17,13 +18,17 @@ import tempfile
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections import Counter
 from typing import Iterable, Optional
 
 import libcst as cst
 
 from dynalint.findings import Finding, SAFE
 
+from .base import split_lines
+
 MAX_PASSES = 8
+DEBUGGER_CODE = "DYN102"
 
 
 @dataclass
@@ -43,8 +48,8 @@ class FixResult:
             return ""
         return "".join(
             difflib.unified_diff(
-                self.original.splitlines(keepends=True),
-                self.text.splitlines(keepends=True),
+                split_lines(self.original),
+                split_lines(self.text),
                 fromfile=f"a/{name}",
                 tofile=f"b/{name}",
             )
@@ -57,7 +62,7 @@ def applicable(f: Finding, unsafe: bool) -> bool:
 
 def _line_offsets(text: str) -> list[int]:
     offsets = [0]
-    for line in text.splitlines(keepends=True):
+    for line in split_lines(text):
         offsets.append(offsets[-1] + len(line))
     return offsets
 
@@ -67,29 +72,67 @@ def _offset(offsets: list[int], row: int, col: int) -> int:
     return offsets[row - 1] + col - 1
 
 
+def _spans(offsets: list[int], fix) -> list[tuple[int, int, str]]:
+    return [
+        (_offset(offsets, e.row, e.column), _offset(offsets, e.end_row, e.end_column), e.content) for e in fix.edits
+    ]
+
+
+def _conflicts(span: tuple[int, int, str], taken: dict[tuple[int, int, str], None]) -> bool:
+    start, end, _ = span
+    if span in taken:
+        return False  # the very same edit, already chosen: shared, applied once
+    for s, t, _ in taken:
+        if not (end <= s or start >= t) or (start == end == s) or (s == t == start):
+            return True
+    return False
+
+
 def apply_edits(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]:
-    """Apply the fixes of findings whose edits do not overlap earlier ones; return text and applied."""
+    """Apply the fixes of findings whose edits do not overlap earlier ones; return text and applied.
+
+    An edit identical to one already chosen (the `import torch` two fixes both need, or the
+    guard block that every print of a run shares) is applied once and does not conflict.
+    """
     offsets = _line_offsets(text)
-    chosen: list[tuple[int, int, str]] = []
+    taken: dict[tuple[int, int, str], None] = {}
     applied: list[Finding] = []
-    taken: list[tuple[int, int]] = []
     for f in sorted(findings, key=lambda f: (f.row, f.column)):
-        spans = []
-        for e in f.fix.edits:
-            start = _offset(offsets, e.row, e.column)
-            end = _offset(offsets, e.end_row, e.end_column)
-            spans.append((start, end, e.content))
-        if any(not (end <= s or start >= t) or (start == end == s) for start, end, _ in spans for s, t in taken):
+        spans = _spans(offsets, f.fix)
+        if any(_conflicts(span, taken) for span in spans):
             continue
-        taken += [(s, t) for s, t, _ in spans]
-        chosen += spans
+        for span in spans:
+            taken[span] = None
         applied.append(f)
-    for start, end, content in sorted(chosen, key=lambda x: (x[0], x[1]), reverse=True):
+    return _splice(text, list(taken)), applied
+
+
+def _splice(text: str, spans: list[tuple[int, int, str]]) -> str:
+    # Right to left so earlier offsets stay valid; at one offset, later-listed insertions go first
+    # so that the text reads in the order the edits were listed.
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1], i), reverse=True)
+    for i in order:
+        start, end, content = spans[i]
         text = text[:start] + content + text[end:]
-    return text, applied
+    return text
 
 
-def _parses(text: str) -> bool:
+def apply_text_edits(text: str, edits) -> str:
+    """Apply one set of non-overlapping edits (a single fix) to text."""
+    offsets = _line_offsets(text)
+    spans = [(_offset(offsets, e.row, e.column), _offset(offsets, e.end_row, e.end_column), e.content) for e in edits]
+    return _splice(text, spans)
+
+
+def _ast_parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def _cst_parses(text: str) -> bool:
     try:
         cst.parse_module(text)
         return True
@@ -100,34 +143,79 @@ def _parses(text: str) -> bool:
 def fix_text(text: str, lint, unsafe: bool) -> FixResult:
     """lint(text) -> findings for this text. Returns the fixed text and what was fixed."""
     result = FixResult(original=text, text=text)
+    # A fixed file must parse with libcst (our own parser) and, when the original does, with
+    # the running Python's own parser too (libcst accepts a few things Python rejects).
+    strict = _ast_parses(text)
+
+    def parses(candidate: str) -> bool:
+        return _cst_parses(candidate) and (not strict or _ast_parses(candidate))
+
     rejected: set[tuple[str, str]] = set()
+    initial: Optional[Counter] = None
+    applied_so_far: Counter = Counter()
+    findings = lint(result.text)
     for _ in range(MAX_PASSES):
-        findings = lint(result.text)
+        if initial is None:
+            initial = _identities(result.text, findings)
         todo = [f for f in findings if applicable(f, unsafe) and (f.code, _fix_id(f)) not in rejected]
         if not todo:
-            result.remaining = findings
-            return result
-        new_text, applied = apply_edits(result.text, todo)
-        if not _parses(new_text):
-            # Find the culprits one at a time; keep the good fixes.
-            good = []
-            for f in applied:
-                trial, _ = apply_edits(result.text, [f])
-                if _parses(trial):
-                    good.append(f)
-                else:
-                    rejected.add((f.code, _fix_id(f)))
-                    result.errors.append(f"fix for {f.code} at {f.filename}:{f.row}:{f.column} would not parse; dropped")
-            new_text, applied = apply_edits(result.text, good)
-            if not _parses(new_text):
-                result.remaining = findings
-                return result
+            break
+        new_text, applied = _apply_parsing(result, todo, rejected, parses)
         if new_text == result.text:
-            result.remaining = findings
-            return result
+            break
+        ids = _identities(result.text, applied)
+        if any(applied_so_far[k] + n > initial[k] for k, n in ids.items()):
+            # A fix that does not remove its own finding would be applied again and again.
+            result.errors.append(f"fixes in {applied[0].filename} did not converge; stopped after {len(result.fixed)} fixes")
+            break
+        applied_so_far += ids
         result.fixed += applied
         result.text = new_text
-    result.remaining = lint(result.text)
+        findings = lint(result.text)
+    result.remaining = findings
+    return _finish(result, lint, parses)
+
+
+def _apply_parsing(result: FixResult, todo: list[Finding], rejected: set, parses) -> tuple[str, list[Finding]]:
+    """Apply what can be applied together; drop (and report) fixes whose result would not parse."""
+    new_text, applied = apply_edits(result.text, todo)
+    if parses(new_text):
+        return new_text, applied
+    good: list[Finding] = []
+    for f in applied:
+        trial, _ = apply_edits(result.text, [f])
+        if parses(trial):
+            good.append(f)
+        else:
+            rejected.add((f.code, _fix_id(f)))
+            msg = f"fix for {f.code} at {f.filename}:{f.row}:{f.column} would not parse; dropped"
+            if msg not in result.errors:
+                result.errors.append(msg)
+    # Each one parses alone; keep the largest prefix that also parses together.
+    kept: list[Finding] = []
+    for f in good:
+        trial, _ = apply_edits(result.text, kept + [f])
+        if parses(trial):
+            kept.append(f)
+    return apply_edits(result.text, kept)
+
+
+def _identities(text: str, findings: list[Finding]) -> Counter:
+    """What findings are about, independent of where earlier fixes moved them."""
+    lines = split_lines(text)
+    return Counter((f.code, f.message, lines[f.row - 1].strip() if 0 < f.row <= len(lines) else "") for f in findings)
+
+
+def _finish(result: FixResult, lint, parses) -> FixResult:
+    """Drop debugger imports that the fixes left unused (several calls removed in one run)."""
+    if not any(f.code == DEBUGGER_CODE for f in result.fixed):
+        return result
+    from .debugger import remove_unused_debugger_imports
+
+    cleaned = remove_unused_debugger_imports(result.original, result.text)
+    if cleaned != result.text and parses(cleaned):
+        result.text = cleaned
+        result.remaining = lint(cleaned)
     return result
 
 
@@ -238,7 +326,7 @@ def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = 
         try:
             if sf.path.read_bytes() != raw.raw:
                 outcome.errors.append(f"{sf.display} changed on disk while fixing; not written")
-                outcome.remaining += [f for f in result.fixed]
+                outcome.remaining = [f for f in outcome.remaining if f.filename != sf.display] + mine
                 continue
             write_atomic(sf.path, result.text, raw)
         except OSError as exc:

@@ -1,0 +1,131 @@
+"""DYN101 / DYN103 / DYN104: guard print, logging and warnings with `if not torch.compiler.is_compiling():`.
+
+Safe: in eager mode `is_compiling()` is False, so the statement runs exactly as before; while
+Dynamo traces, the branch is dropped and the graph stays whole.
+
+Adjacent statements that need the guard go into one block: every finding of such a run gets the
+same edits, so applying them together writes one `if`. A run that directly follows an existing
+`if not torch.compiler.is_compiling():` block (no blank line between) joins that block instead.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from dynalint.findings import SAFE
+
+from .base import SourceInfo, guarded, insert_at, insert_line_before, make_fix, source_info
+from .imports import torch_reference
+from .statements import string_continuation_rows
+
+IS_COMPILING_LAST_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"})
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+REGISTRY = "guard"
+
+
+def guard_fix(ctx, call: cst.Call, code: str):
+    """Fix generator for a print / logging / warnings call; None when the call is not a statement
+    of its own in an indented block (`x = print(...)`, `if c: print(...)` on one line)."""
+    if ctx.probe_only:
+        return None
+    stmt = ctx.statement
+    if not _is_call_statement(stmt, call):
+        return None
+    info = source_info(ctx.module)
+    if not isinstance(info.parent(stmt), cst.IndentedBlock):
+        return None
+    info.registry.setdefault(REGISTRY, {}).setdefault(id(stmt), set()).add(code)
+    return guarded(code, lambda positions, module: _guard(info, positions, stmt))
+
+
+def _is_call_statement(stmt: Optional[cst.CSTNode], call: cst.Call) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and stmt.body[0].value is call
+    )
+
+
+def _needs_guard(info: SourceInfo, stmt: cst.CSTNode, positions) -> bool:
+    codes = info.registry.get(REGISTRY, {}).get(id(stmt))
+    if not codes:
+        return False
+    m = _NOQA.search(info.line(positions[stmt].start.line))
+    if m is None:
+        return True
+    suppressed = m.group("codes")
+    if not suppressed:
+        return False
+    listed = {c.upper() for c in re.split(r"[,\s]+", suppressed) if c}
+    return not codes <= listed
+
+
+def _has_blank_leading_line(stmt: cst.SimpleStatementLine) -> bool:
+    return any(line.comment is None for line in stmt.leading_lines)
+
+
+def _run_around(info: SourceInfo, positions, stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """The adjacent statements of stmt's block that also need the guard (a blank line ends a run)."""
+    body = list(info.parent(stmt).body)
+    i = next(k for k, s in enumerate(body) if s is stmt)
+    start = i
+    while start > 0 and not _has_blank_leading_line(body[start]) and _needs_guard(info, body[start - 1], positions):
+        start -= 1
+    end = i
+    while end + 1 < len(body) and not _has_blank_leading_line(body[end + 1]) and _needs_guard(info, body[end + 1], positions):
+        end += 1
+    return body[start : end + 1]
+
+
+def is_compiling_guard(node: cst.CSTNode) -> bool:
+    """`if not <...>.is_compiling():` with no else: a block that Dynamo never traces."""
+    if not isinstance(node, cst.If) or node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
+        return False
+    test = node.test
+    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+        return False
+    call = test.expression
+    if not isinstance(call, cst.Call) or call.args:
+        return False
+    func = call.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    return last in IS_COMPILING_LAST_NAMES
+
+
+def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):
+    run = _run_around(info, positions, stmt)
+    first, last = run[0], run[-1]
+    row, end_row = positions[first].start.line, positions[last].end.line
+    indent = info.indentation(row)
+    skip = set()
+    for s in run:
+        skip |= string_continuation_rows(positions, s)
+
+    body = list(info.parent(stmt).body)
+    k = next(i for i, s in enumerate(body) if s is first)
+    previous = body[k - 1] if k > 0 else None
+    unit = None
+    edits = []
+    if previous is not None and is_compiling_guard(previous) and not first.leading_lines:
+        inner_row = positions[previous.body.body[0]].start.line
+        inner = info.indentation(inner_row)
+        if inner.startswith(indent) and len(inner) > len(indent):
+            unit = inner[len(indent) :]
+            message = "Move into the `is_compiling()` guard above"
+    if unit is None:
+        unit = info.indent_unit
+        torch, import_edits = torch_reference(info, positions)
+        header = f"{indent}if not {torch}.compiler.is_compiling():{info.newline}"
+        edits += import_edits
+        edits.append(insert_line_before(row, header))
+        message = f"Guard with `if not {torch}.compiler.is_compiling():`"
+    for r in range(row, end_row + 1):
+        if r in skip or not info.line(r).strip():
+            continue
+        col = len(indent) if info.line(r).startswith(indent) else 0
+        edits.append(insert_at(r, col, unit))
+    return make_fix(SAFE, message, edits)

@@ -1,0 +1,722 @@
+"""Autofixes: what each fix writes, and the guarantees of the fix stage (parse, idempotence,
+atomic writes keeping encoding / BOM / newlines, files changed on disk, dropped fixes)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dynalint.cli import main
+from dynalint.config import Config
+from dynalint.findings import Edit, Finding, Fix, SAFE, UNSAFE
+from dynalint.fixes import apply as fix_apply
+from dynalint.fixes.apply import fix_source, fix_text
+from dynalint.fixes.base import FIX_ERRORS
+from dynalint.lint.rules import all_rules
+
+ALL = Config(select=("ALL",))
+
+
+def fixed(code: str, unsafe: bool = True):
+    return fix_source(textwrap.dedent(code).lstrip("\n"), "example.py", ALL, unsafe=unsafe)
+
+
+def assert_fixes(before: str, after: str, unsafe: bool = True) -> None:
+    result = fixed(before, unsafe)
+    assert result.text == textwrap.dedent(after).lstrip("\n")
+    assert not result.errors
+    # Idempotent: a second run finds nothing more to fix.
+    again = fix_source(result.text, "example.py", ALL, unsafe=unsafe)
+    assert again.text == result.text and not again.fixed
+
+
+@pytest.fixture(autouse=True)
+def no_fix_generator_errors():
+    FIX_ERRORS.clear()
+    yield
+    assert not FIX_ERRORS, FIX_ERRORS
+
+
+# --------------------------------------------------------------------------------------------
+# DYN101 / DYN103 / DYN104: guards
+
+
+def test_print_is_guarded_safely():
+    assert_fixes(
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            y = x * 2
+            # show it
+            print("y", y.shape)  # debugging
+            return y + 1
+        """,
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            y = x * 2
+            # show it
+            if not torch.compiler.is_compiling():
+                print("y", y.shape)  # debugging
+            return y + 1
+        """,
+        unsafe=False,
+    )
+
+
+def test_adjacent_print_logging_and_warnings_share_one_guard():
+    result = fixed(
+        """
+        import logging
+        import warnings
+        import torch
+
+        log = logging.getLogger(__name__)
+
+        @torch.compile
+        def f(x):
+            y = x * 2
+            print("y", y.shape)
+            log.info("shape %s", y.shape)
+            warnings.warn("careful")
+
+            print("after a blank line")
+            return y + 1
+        """,
+        unsafe=False,
+    )
+    assert result.text.count("is_compiling()") == 2
+    assert "    if not torch.compiler.is_compiling():\n        print(\"y\", y.shape)\n        log.info(" in result.text
+    assert "        warnings.warn(\"careful\")\n\n    if not torch.compiler.is_compiling():\n        print(\"after" in result.text
+    assert sorted(f.code for f in result.fixed) == ["DYN101", "DYN101", "DYN103", "DYN104"]
+    assert not result.remaining
+
+
+def test_statement_after_an_existing_guard_joins_it():
+    assert_fixes(
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            if not torch.compiler.is_compiling():
+                print("first")
+            print("second")
+            return x
+        """,
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            if not torch.compiler.is_compiling():
+                print("first")
+                print("second")
+            return x
+        """,
+    )
+
+
+def test_import_torch_is_added_once_before_from_torch_imports():
+    assert_fixes(
+        '''
+        """Docstring."""
+
+        import os
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, x):
+                print(x.shape)
+                y = x + 1
+                print(y.shape)
+                return y
+        ''',
+        '''
+        """Docstring."""
+
+        import os
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, x):
+                if not torch.compiler.is_compiling():
+                    print(x.shape)
+                y = x + 1
+                if not torch.compiler.is_compiling():
+                    print(y.shape)
+                return y
+        ''',
+    )
+
+
+def test_import_torch_goes_after_docstring_and_future_imports():
+    result = fixed(
+        '''
+        """Docstring."""
+        from __future__ import annotations
+        import contextlib
+        from .base import Base
+
+
+        class M(Base):
+            def forward(self, x):
+                print(x.shape)
+                return x
+        ''',
+        unsafe=False,
+    )
+    assert result.text.startswith(
+        '"""Docstring."""\nfrom __future__ import annotations\nimport contextlib\nfrom .base import Base\nimport torch\n\n'
+    )
+    result = fixed(
+        '''
+        """Docstring."""
+        from __future__ import annotations
+
+        import contextlib
+
+
+        import torch.nn as nn
+
+
+        class M(nn.Module):
+            def forward(self, x):
+                print(x.shape)
+                return x
+        ''',
+        unsafe=False,
+    )
+    assert '\nimport contextlib\n\n\nimport torch\nimport torch.nn as nn\n' in result.text
+
+
+def test_torch_alias_is_used():
+    result = fixed(
+        """
+        import torch as th
+
+        @th.compile
+        def f(x):
+            print(x)
+            return x
+        """
+    )
+    assert "    if not th.compiler.is_compiling():\n        print(x)\n" in result.text
+    assert "import torch\n" not in result.text
+
+
+def test_guard_keeps_multiline_strings_tabs_and_crlf():
+    src = 'import torch\r\n\r\n@torch.compile\r\ndef f(x):\r\n\tprint("""a\r\nb""", x)\r\n\treturn x\r\n'
+    result = fix_source(src, "example.py", ALL)
+    assert result.text == (
+        'import torch\r\n\r\n@torch.compile\r\ndef f(x):\r\n\tif not torch.compiler.is_compiling():\r\n'
+        '\t\tprint("""a\r\nb""", x)\r\n\treturn x\r\n'
+    )
+
+
+def test_no_guard_where_the_call_is_not_its_own_statement():
+    result = fixed(
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            if x.dim() == 2: print(x)
+            y = print(x) or x
+            return y
+        """
+    )
+    assert result.text == result.original
+    assert {f.code for f in result.remaining} == {"DYN101"}
+    assert all(f.fix is None for f in result.remaining)
+
+
+def test_noqa_statement_is_not_pulled_into_a_guard():
+    result = fixed(
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            print("a")
+            print("b")  # noqa: DYN101
+            return x
+        """
+    )
+    assert '    if not torch.compiler.is_compiling():\n        print("a")\n    print("b")  # noqa: DYN101\n' in result.text
+
+
+# --------------------------------------------------------------------------------------------
+# DYN102: debugger calls
+
+
+def test_debugger_call_and_its_unused_import_are_deleted_as_unsafe():
+    src = """
+        import pdb
+        import torch
+
+        @torch.compile
+        def f(x):
+            y = x + 1
+            pdb.set_trace()  # stop here
+            return y * 2
+        """
+    assert fixed(src, unsafe=False).text == fixed(src, unsafe=False).original
+    assert_fixes(
+        src,
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            y = x + 1
+            return y * 2
+        """,
+    )
+
+
+def test_two_debugger_calls_remove_the_import_once_both_are_gone():
+    assert_fixes(
+        """
+        import pdb
+        import torch
+
+        @torch.compile
+        def f(x):
+            pdb.set_trace()
+            y = x + 1
+            pdb.set_trace()
+            return y * 2
+
+        def eager(x):
+            return x
+        """,
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            y = x + 1
+            return y * 2
+
+        def eager(x):
+            return x
+        """,
+    )
+
+
+def test_debugger_import_still_used_elsewhere_is_kept_and_empty_block_gets_pass():
+    assert_fixes(
+        """
+        import pdb
+        import torch
+
+        @torch.compile
+        def f(x):
+            if x.dim() == 2:
+                breakpoint()
+            import ipdb; ipdb.set_trace()
+            return x
+
+        def eager(x):
+            pdb.set_trace()
+        """,
+        """
+        import pdb
+        import torch
+
+        @torch.compile
+        def f(x):
+            if x.dim() == 2:
+                pass
+            return x
+
+        def eager(x):
+            pdb.set_trace()
+        """,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# DYN110: .item() and friends
+
+
+def test_item_feeding_tensor_arithmetic_stays_a_tensor():
+    assert_fixes(
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            m = x.mean().item()
+            n = int(x.sum())
+            s = x / (1e-6 + float(x.std()))
+            return (x - m) * n + s / x.abs().max().item()
+        """,
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            m = x.mean()
+            n = x.sum().long()
+            s = x / (1e-6 + x.std())
+            return (x - m) * n + s / x.abs().max()
+        """,
+    )
+
+
+def test_unused_item_is_deleted_and_impure_receiver_kept():
+    assert_fixes(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                m = x.mean().item()
+                x.sum().item()
+                self.fc(x).sum().item()
+                return x
+        """,
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                self.fc(x).sum()
+                return x
+        """,
+    )
+
+
+def test_item_used_as_index_or_logged_gets_no_fix():
+    result = fixed(
+        """
+        import logging
+        import torch
+
+        log = logging.getLogger(__name__)
+
+        @torch.compile
+        def f(x):
+            i = x.argmax().item()
+            loss = x.sum().item()
+            if loss > 0:
+                x = x * 2
+            v = x.mean().item()
+            log.info("mean %s", v)
+            return x.flatten()[i]
+        """
+    )
+    item_findings = [f for f in result.remaining if f.code == "DYN110"]
+    assert len(item_findings) == 3 and all(f.fix is None for f in item_findings)
+    assert "return" in item_findings[0].message  # the way out: return the tensor
+
+
+# --------------------------------------------------------------------------------------------
+# DYN120: torch.where
+
+
+def test_bad_if_becomes_torch_where():
+    src = (Path(__file__).parent / "fixtures" / "fixes" / "bad_if.py").read_text()
+    result = fix_source(src, "bad_if.py", ALL, unsafe=True)
+    assert "        y = torch.where(y.sum() > 0, y * 2, y - 1)\n        return torch.relu(y)\n" in result.text
+    assert not result.remaining
+    assert fix_source(src, "bad_if.py", ALL, unsafe=False).text == src  # unsafe only
+
+
+def test_where_forms():
+    assert_fixes(
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            if x.sum() > 0:
+                return x * 2
+            return x - 1
+
+        @torch.compile
+        def g(x):
+            y = x.relu()
+            # pick one
+            return y + 1 if y.sum() > 0 else 0.0
+
+        @torch.compile
+        def h(x, flag: torch.Tensor):
+            if flag:  # the condition
+                x = x * 2
+            if not (x.mean() > 0):
+                x = x - 1
+            else:
+                # keep x
+                x = x
+            return x
+        """,
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            return torch.where(x.sum() > 0, x * 2, x - 1)
+
+        @torch.compile
+        def g(x):
+            y = x.relu()
+            # pick one
+            return torch.where(y.sum() > 0, y + 1, 0.0)
+
+        @torch.compile
+        def h(x, flag: torch.Tensor):
+            # the condition
+            x = torch.where(flag.bool(), x * 2, x)
+            # keep x
+            x = torch.where(x.mean() > 0, x, x - 1)
+            return x
+        """,
+    )
+
+
+def test_branches_with_side_effects_or_elif_get_no_fix():
+    result = fixed(
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            if x.sum() > 0:
+                x = x + torch.randn_like(x)
+            else:
+                x = x - 1
+            if x.dim() == 3:
+                x = x + 1
+            elif x.sum() > 0:
+                x = x * 2
+            if x.mean() > 0:
+                x = x * 2
+                x = x + 1
+            return x
+        """
+    )
+    assert result.text == result.original
+    assert [f.code for f in result.remaining] == ["DYN120"] * 3
+
+
+# --------------------------------------------------------------------------------------------
+# DYN130: masking arithmetic
+
+
+def test_masked_sum_becomes_where_only_when_equivalent():
+    result = fixed(
+        """
+        import torch
+
+        @torch.compile
+        def f(x, mask: torch.Tensor):
+            a = x[x > 0].sum()
+            b = torch.masked_select(x, 0.5 <= x).sum()
+            c = x[x > 0].mean()
+            d = x[mask > 0].sum()
+            return a + b + c + d
+        """
+    )
+    assert "a = torch.where(x > 0, x, 0).sum()" in result.text
+    assert "b = torch.where(0.5 <= x, x, 0).sum()" in result.text
+    assert "c = x[x > 0].mean()" in result.text and "d = x[mask > 0].sum()" in result.text
+    assert [f.code for f in result.remaining] == ["DYN130", "DYN130"]
+
+
+# --------------------------------------------------------------------------------------------
+# Every rule example: fixes parse and converge
+
+
+@pytest.mark.parametrize(
+    "example",
+    [pytest.param(ex, id=f"{rule.code}-{i}") for rule in all_rules() for i, ex in enumerate(rule.invalid)],
+)
+def test_rule_examples_fix_to_parseable_code_in_one_run(example):
+    import ast
+
+    result = fix_source(example.source, "example.py", ALL, unsafe=True)
+    if example.expected() == [(1, "DYN001")]:
+        assert result.text == example.source  # a file that does not parse is never touched
+        return
+    ast.parse(result.text)
+    assert not result.errors
+    again = fix_source(result.text, "example.py", ALL, unsafe=True)
+    assert again.text == result.text and not again.fixed
+
+
+def test_fixable_rules_offer_fixes_on_their_examples():
+    """Each rule that declares a fix offers one on at least one of its own invalid examples."""
+    from dynalint.engine import lint_source
+
+    for rule in all_rules():
+        if rule.fixable is None:
+            continue
+        offered = [
+            f for ex in rule.invalid for f in lint_source(ex.source, "example.py", ALL) if f.code == rule.code and f.fix
+        ]
+        assert offered, rule.code
+        if rule.fixable in ("safe", "unsafe"):
+            assert {f.fix.applicability for f in offered} == {rule.fixable}, rule.code
+
+
+# --------------------------------------------------------------------------------------------
+# The machinery: dropped fixes, convergence
+
+
+def _finding(code: str, row: int, edits, applicability=SAFE) -> Finding:
+    return Finding(code, "msg", "x.py", row, 1, row, 2, fix=Fix(applicability, "fix it", tuple(edits)))
+
+
+def test_fix_that_would_not_parse_is_dropped_and_reported():
+    text = "a = 1\nb = 2\n"
+
+    def lint(t):
+        out = []
+        if "a = 1" in t:
+            out.append(_finding("DYN900", 1, [Edit("a = (", 1, 1, 1, 6)]))  # broken
+        if "b = 2" in t:
+            out.append(_finding("DYN901", 2, [Edit("b = 3", 2, 1, 2, 6)]))  # fine
+        return out
+
+    result = fix_text(text, lint, unsafe=False)
+    assert result.text == "a = 1\nb = 3\n"
+    assert [f.code for f in result.fixed] == ["DYN901"]
+    assert [f.code for f in result.remaining] == ["DYN900"]
+    assert len(result.errors) == 1 and "DYN900" in result.errors[0] and "would not parse" in result.errors[0]
+
+
+def test_fix_that_never_removes_its_finding_stops():
+    text = "a = 1\n"
+
+    def lint(t):  # always the same finding: its fix inserts a line but the finding stays
+        return [_finding("DYN900", 1, [Edit("# again\n", 1, 1, 1, 1)])]
+
+    result = fix_text(text, lint, unsafe=False)
+    assert result.text == "# again\na = 1\n"
+    assert any("did not converge" in e for e in result.errors)
+
+
+def test_identical_edits_from_two_fixes_are_applied_once():
+    text = "x\ny\n"
+    shared = Edit("import torch\n", 1, 1, 1, 1)
+    findings = [
+        _finding("DYN900", 1, [shared, Edit("X", 1, 1, 1, 2)]),
+        _finding("DYN901", 2, [shared, Edit("Y", 2, 1, 2, 2)]),
+    ]
+    new, applied = fix_apply.apply_edits(text, findings)
+    assert new == "import torch\nX\nY\n" and len(applied) == 2
+
+
+def test_line_offsets_ignore_form_feeds_and_unicode_line_separators():
+    text = "a = 1\x0c\nb = '\u2028'\nc = 3\n"
+    new, _ = fix_apply.apply_edits(text, [_finding("DYN900", 3, [Edit("d", 3, 1, 3, 2)])])
+    assert new == "a = 1\x0c\nb = '\u2028'\nd = 3\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Files: atomic writes keeping encoding, BOM and newlines; files changed on disk
+
+PRINTING = "import torch\n\n@torch.compile\ndef f(x):\n    print(x)\n    return x\n"
+GUARDED = "import torch\n\n@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print(x)\n    return x\n"
+
+
+def _check(*args):
+    return CliRunner().invoke(main, ["check", "--no-cache", *map(str, args)])
+
+
+def test_fix_writes_atomically_and_keeps_bom_crlf_and_encoding(tmp_path):
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + PRINTING.replace("\n", "\r\n").encode())
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(("# -*- coding: latin-1 -*-\n" + PRINTING.replace("print(x)", "print('caf\u00e9', x)")).encode("latin-1"))
+    bom.chmod(0o640)
+    res = _check("--fix", tmp_path)
+    assert res.exit_code == 0, res.output
+    assert bom.read_bytes() == b"\xef\xbb\xbf" + GUARDED.replace("\n", "\r\n").encode()
+    assert (bom.stat().st_mode & 0o777) == 0o640
+    expected = "# -*- coding: latin-1 -*-\n" + GUARDED.replace("print(x)", "print('caf\u00e9', x)")
+    assert latin.read_bytes() == expected.encode("latin-1")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bom.py", "latin.py"]  # no temp files left
+    assert "Found 2 errors (2 fixed, 0 remaining)." in res.output
+
+
+def test_file_changed_on_disk_while_fixing_is_not_written(tmp_path, monkeypatch):
+    path = tmp_path / "m.py"
+    path.write_text(PRINTING)
+    real = fix_apply.fix_text
+
+    def edit_meanwhile(text, lint, unsafe):
+        path.write_text(PRINTING + "# edited by someone else\n")
+        return real(text, lint, unsafe)
+
+    monkeypatch.setattr(fix_apply, "fix_text", edit_meanwhile)
+    res = _check("--fix", path)
+    assert path.read_text() == PRINTING + "# edited by someone else\n"
+    assert "changed on disk" in res.output
+    assert res.exit_code == 1
+
+
+def test_diff_writes_nothing_and_exits_1(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(PRINTING)
+    res = _check("--diff", path)
+    assert res.exit_code == 1
+    assert "+    if not torch.compiler.is_compiling():" in res.output
+    assert path.read_text() == PRINTING
+    path.write_text(GUARDED)
+    assert _check("--diff", path).exit_code == 0
+
+
+def test_output_marks_fixable_findings_and_json_fills_fix(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(PRINTING.replace("    return x", "    breakpoint()\n    return x"))
+    res = _check(path)
+    assert "DYN101 [*]" in res.output and "DYN102 `breakpoint" in res.output
+    assert "1 more fix available with `--fix --unsafe-fixes`." in res.output
+    assert "DYN102 [*]" in _check("--unsafe-fixes", path).output
+    data = json.loads(_check("--output-format", "json", path).output)
+    by_code = {d["code"]: d for d in data}
+    fix = by_code["DYN101"]["fix"]
+    assert fix["applicability"] == "safe" and fix["message"].startswith("Guard with")
+    assert fix["edits"][0] == {
+        "content": "    if not torch.compiler.is_compiling():\n",
+        "location": {"row": 5, "column": 1},
+        "end_location": {"row": 5, "column": 1},
+    }
+    assert by_code["DYN102"]["fix"]["applicability"] == "unsafe"
+
+
+def test_fix_reports_fixed_remaining_and_unsafe_count(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(PRINTING.replace("    return x", "    breakpoint()\n    return x"))
+    res = _check("--fix", path)
+    assert res.exit_code == 1
+    assert "Found 2 errors (1 fixed, 1 remaining)." in res.output
+    assert "1 more fix available with `--fix --unsafe-fixes`." in res.output
+    res = _check("--fix", "--unsafe-fixes", path)
+    assert res.exit_code == 0 and "Found 1 error (1 fixed, 0 remaining)." in res.output
+    assert "breakpoint" not in path.read_text()
