@@ -35,6 +35,7 @@ class CheckOptions:
     jobs: int = 0
     quiet: bool = False
     progress: bool = True
+    force_exclude: bool = False  # exclude named files too (pre-commit passes every file by name)
 
 
 def _error(msg: str) -> None:
@@ -43,17 +44,15 @@ def _error(msg: str) -> None:
 
 def effective_config(opts: CheckOptions) -> Config:
     paths = opts.paths or ([Path(opts.stdin_filename)] if opts.stdin_filename else [Path.cwd()])
-    config = resolve_config(paths, opts.config_file)
-    from dynalint.config import _codes
+    from dynalint.config import Overrides, validate_codes
 
-    if opts.select:
-        config.select = _codes("--select", list(opts.select))
-        config.extend_select = ()
-    if opts.extend_select:
-        config.extend_select = config.extend_select + _codes("--extend-select", list(opts.extend_select))
-    if opts.ignore:
-        config.ignore = config.ignore + _codes("--ignore", list(opts.ignore))
-    return config
+    # Command-line selection applies over every config that governs a file (nested ones too).
+    overrides = Overrides(
+        select=validate_codes("--select", list(opts.select)) if opts.select else (),
+        extend_select=validate_codes("--extend-select", list(opts.extend_select)) if opts.extend_select else (),
+        ignore=validate_codes("--ignore", list(opts.ignore)) if opts.ignore else (),
+    )
+    return resolve_config(paths, opts.config_file, overrides)
 
 
 def _display(path: Path) -> str:
@@ -70,7 +69,7 @@ def collect_files(opts: CheckOptions, config: Config) -> list[SourceFile]:
     paths = opts.paths or [Path(".")]
     src_roots = [config.root / s for s in config.src]
     files = []
-    for p in discover(paths, config):
+    for p in discover(paths, config, force_exclude=opts.force_exclude):
         module, is_package = module_name_for(p, src_roots)
         files.append(SourceFile(path=p, display=_display(p), module=module, is_package=is_package))
     return files
@@ -98,6 +97,57 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _read_stdin() -> tuple[str, str]:
+    """Standard input decoded as Python would (PEP 263 cookie, BOM), newlines kept as sent."""
+    import io
+    import tokenize
+
+    raw = sys.stdin.buffer.read()
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError:  # an unknown coding cookie: DYN001 will say so
+        encoding = "utf-8"
+    return raw.decode(encoding, errors="replace"), encoding
+
+
+def _write_stdout(text: str, encoding: str) -> None:
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode(encoding, errors="replace"))
+    sys.stdout.buffer.flush()
+
+
+def _check_stdin(opts: CheckOptions, config: Config):
+    """Lint (or fix) standard input under --stdin-filename: an exit code when done, else
+    (findings, sources) for the formatter. With --fix the fixed source goes to stdout and what
+    is left to stderr, as ruff does, so an editor can replace its buffer with stdout."""
+    from dynalint.engine import lint_source
+
+    name = opts.stdin_filename or "<stdin>"
+    text, encoding = _read_stdin()
+    if opts.stdin_filename and opts.force_exclude:
+        from dynalint.discovery import is_excluded
+
+        if is_excluded(Path(name), config):
+            if opts.fix and not opts.diff:
+                _write_stdout(text, encoding)
+            return EXIT_CLEAN
+    if not (opts.fix or opts.diff):
+        return lint_source(text, name, config), {name: text}
+    from dynalint.fixes.apply import fix_source
+    from dynalint.output import format_concise
+
+    result = fix_source(text, name, config, unsafe=opts.unsafe_fixes)
+    for e in result.errors:
+        _error(e)
+    if opts.diff:
+        sys.stdout.write(result.diff(name))
+        return EXIT_FINDINGS if result.changed else EXIT_CLEAN
+    _write_stdout(result.text, encoding)
+    if result.remaining and not opts.quiet:
+        sys.stderr.write(format_concise(result.remaining, unsafe=opts.unsafe_fixes))
+    return EXIT_FINDINGS if result.remaining else EXIT_CLEAN
+
+
 def run_check(opts: CheckOptions) -> int:
     from dynalint.output import FORMATTERS, format_statistics
 
@@ -109,29 +159,15 @@ def run_check(opts: CheckOptions) -> int:
 
     cache_dir = None
     if not opts.no_cache and not os.environ.get("DYNALINT_NO_CACHE"):
-        cache_dir = opts.cache_dir or Path(config.cache_dir or (config.root / ".dynalint_cache"))
+        cache_dir = opts.cache_dir or config.cache_path or (config.root / ".dynalint_cache")
 
     sources: dict[str, str] = {}
     if opts.stdin_filename is not None or (opts.paths == [Path("-")]):
-        name = opts.stdin_filename or "<stdin>"
-        text = sys.stdin.read()
-        path = Path(name)
-        module, is_package = module_name_for(path, [config.root / s for s in config.src])
-        targets = [SourceFile(path=path, display=name, module=module, is_package=is_package, text=text)]
-        sources[name] = text
-        # Sibling files give context (base classes, helpers) without being reported.
-        context: list[SourceFile] = []
-        summaries = analyze_files(targets, config, jobs=1, cache_dir=None)
-        findings = select_findings(summaries, config)
-        if opts.fix or opts.diff:
-            from dynalint.fixes.apply import fix_source
-
-            result = fix_source(text, name, config, unsafe=opts.unsafe_fixes, context=context)
-            if opts.diff:
-                sys.stdout.write(result.diff(name))
-                return EXIT_FINDINGS if result.changed else EXIT_CLEAN
-            sys.stdout.write(result.text)
-            return EXIT_FINDINGS if result.remaining else EXIT_CLEAN
+        stdin = _check_stdin(opts, config)
+        if isinstance(stdin, int):
+            return stdin
+        findings, sources = stdin
+        files = []
     else:
         files = collect_files(opts, config)
         if not files:
@@ -164,11 +200,11 @@ def run_check(opts: CheckOptions) -> int:
 
     out = sys.stdout
     if opts.statistics:
-        out.write(format_statistics(findings, unsafe=opts.unsafe_fixes))
+        out.write(format_statistics(findings, unsafe=opts.unsafe_fixes, output_format=opts.output_format))
     else:
         formatter = FORMATTERS[opts.output_format]
         file_names = [f.display for f in files] if opts.stdin_filename is None and opts.paths != [Path("-")] else list(sources)
-        out.write(formatter(findings, sources=sources, unsafe=opts.unsafe_fixes, files=file_names))
+        out.write(formatter(findings, sources=sources, unsafe=opts.unsafe_fixes, files=file_names, config=config))
     if opts.output_format in ("text", "concise") and not opts.quiet and not opts.statistics:
         _summary(findings, opts, locals().get("outcome"))
     return EXIT_FINDINGS if findings else EXIT_CLEAN

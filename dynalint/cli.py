@@ -37,6 +37,11 @@ class _Group(click.Group):
             _error("interrupted")
             sys.exit(EXIT_ERROR)
         except Exception as exc:  # pragma: no cover - last resort
+            from dynalint.config import ConfigError
+
+            if isinstance(exc, ConfigError):  # e.g. a nested config found mid-run
+                _error(str(exc))
+                sys.exit(EXIT_ERROR)
             if os.environ.get("DYNALINT_DEBUG"):
                 raise
             _error(f"internal error: {type(exc).__name__}: {exc}")
@@ -76,6 +81,7 @@ def main() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
+@click.option("--force-exclude", is_flag=True, help="Apply `exclude` even to files named on the command line (pre-commit).")
 def check(
     paths,
     fix,
@@ -94,6 +100,7 @@ def check(
     exit_zero,
     quiet,
     no_progress,
+    force_exclude,
 ):
     """Lint PATHS (default: current folder) for graph breaks and recompiles."""
     from dynalint.check import CheckOptions, run_check
@@ -115,6 +122,7 @@ def check(
         jobs=jobs,
         quiet=quiet,
         progress=not no_progress,
+        force_exclude=force_exclude,
     )
     code = run_check(opts)
     sys.exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)

@@ -1,9 +1,17 @@
-"""`[tool.dynalint]` configuration, found by walking up from the linted paths (as ruff does)."""
+"""`[tool.dynalint]` configuration, found by walking up from each linted file (as ruff does).
+
+A run starts from the config nearest its first path (or the file given with `--config`). With
+hierarchical lookup on (the default without `--config`), a file under a folder with its own
+`pyproject.toml` `[tool.dynalint]` table or `dynalint.toml` is governed by that nearer config for
+rule selection, per-file ignores, severities and excludes; command-line `--select/--ignore` apply on
+top of whichever config governs. Settings that shape the whole run (`src`, `extra-roots`,
+`is-compiling-functions`, `cache-dir`, `respect-gitignore`) come from the run's config.
+"""
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -15,6 +23,7 @@ else:  # pragma: no cover
 # Recompile hints are on, host-sync notes are opt-in (they are not breaks).
 DEFAULT_SELECT = ("DYN0", "DYN1", "DYN2")
 SEVERITIES = ("error", "warning", "info")
+CONFIG_NAMES = ("dynalint.toml", "pyproject.toml")  # in order of precedence within one folder
 
 KNOWN_KEYS = {
     "select",
@@ -55,6 +64,24 @@ class ConfigError(Exception):
     """A configuration problem the user must fix (exit code 2)."""
 
 
+@dataclass(frozen=True)
+class Overrides:
+    """Rule selection given on the command line or by an editor; applied over any config file."""
+
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    def apply(self, config: "Config") -> None:
+        if self.select:
+            config.select = self.select
+            config.extend_select = ()
+        if self.extend_select:
+            config.extend_select = config.extend_select + self.extend_select
+        if self.ignore:
+            config.ignore = config.ignore + self.ignore
+
+
 @dataclass
 class Config:
     select: tuple[str, ...] = DEFAULT_SELECT
@@ -68,30 +95,59 @@ class Config:
     is_compiling_functions: tuple[str, ...] = ()
     severity: dict[str, str] = field(default_factory=dict)
     respect_gitignore: bool = True
-    cache_dir: Optional[str] = None
-    path: Optional[Path] = None  # the pyproject.toml it came from
+    cache_dir: Optional[str] = None  # absolute, or relative to the config's folder
+    path: Optional[Path] = None  # the file it came from
+    # Look for nearer configs per file (off for configs built in code or given with --config).
+    hierarchical: bool = False
+    overrides: Overrides = field(default_factory=Overrides)
+    _nested: dict[Path, "Config"] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def root(self) -> Path:
         return self.path.parent if self.path is not None else Path.cwd()
 
+    @property
+    def cache_path(self) -> Optional[Path]:
+        if self.cache_dir is None:
+            return None
+        return self.root / Path(self.cache_dir).expanduser()
+
+    def with_overrides(self, overrides: Overrides) -> "Config":
+        """A copy with command-line / editor selection applied (also to nested configs)."""
+        cfg = replace(self, overrides=overrides, _nested={})
+        overrides.apply(cfg)
+        return cfg
+
+    # -- hierarchical lookup -------------------------------------------------------------------
+    def for_path(self, filename: "str | Path") -> "Config":
+        """The config governing filename: the nearest one above it, else this one."""
+        if not self.hierarchical:
+            return self
+        found = nearest_config(Path(filename).absolute().parent)
+        if found is None or (self.path is not None and found == self.path.resolve()):
+            return self
+        cfg = self._nested.get(found)
+        if cfg is None:
+            cfg = load_config_file(found)
+            self.overrides.apply(cfg)
+            cfg.overrides = self.overrides
+            self._nested[found] = cfg
+        return cfg
+
+    # -- rule selection ------------------------------------------------------------------------
     def enabled_codes(self, all_codes: list[str]) -> frozenset[str]:
         return frozenset(c for c in all_codes if self.is_enabled(c))
 
     def is_enabled(self, code: str, filename: Optional[str] = None) -> bool:
-        def matches(prefixes) -> int:
-            best = -1
-            for p in prefixes:
-                if p == "ALL":
-                    best = max(best, 0)
-                elif code.startswith(p):
-                    best = max(best, len(p))
-            return best
-
-        sel = matches(self.select + self.extend_select)
-        ign = matches(self.ignore)
         if filename is not None:
-            ign = max(ign, matches(self._per_file(filename)))
+            return self.for_path(filename)._is_enabled_here(code, filename)
+        return self._is_enabled_here(code, None)
+
+    def _is_enabled_here(self, code: str, filename: Optional[str]) -> bool:
+        sel = _longest_prefix(code, self.select + self.extend_select)
+        ign = _longest_prefix(code, self.ignore)
+        if filename is not None:
+            ign = max(ign, _longest_prefix(code, self._per_file(filename)))
         # As in ruff: the more specific prefix wins; on a tie, ignore wins.
         return sel >= 0 and sel > ign
 
@@ -109,9 +165,11 @@ class Config:
                 out.extend(codes)
         return tuple(out)
 
-    def severity_of(self, code: str, default: str) -> str:
+    def severity_of(self, code: str, default: str, filename: Optional[str] = None) -> str:
+        """The configured severity for code (longest matching prefix), else default."""
+        cfg = self.for_path(filename) if filename is not None else self
         best, best_len = default, -1
-        for prefix, sev in self.severity.items():
+        for prefix, sev in cfg.severity.items():
             if code.startswith(prefix) and len(prefix) > best_len:
                 best, best_len = sev, len(prefix)
         return best
@@ -128,16 +186,45 @@ class Config:
         )
 
 
-def _codes(key: str, value: Any) -> tuple[str, ...]:
+def _longest_prefix(code: str, prefixes) -> int:
+    """Length of the longest prefix of code in prefixes (`ALL` counts as 0), -1 if none."""
+    best = -1
+    for p in prefixes:
+        if p == "ALL":
+            best = max(best, 0)
+        elif code.startswith(p):
+            best = max(best, len(p))
+    return best
+
+
+# ------------------------------------------------------------------------------------------------
+# Parsing
+
+
+def known_codes() -> list[str]:
     from dynalint.lint.rules import all_rules
 
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    return [r.code for r in all_rules()]
+
+
+def validate_codes(key: str, value: Any) -> tuple[str, ...]:
+    """Rule codes or prefixes (or `ALL`), upper-cased; an unknown one is an error naming `key`."""
+    if isinstance(value, str):  # a single code where a list was meant: accept it
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"`{key}` must be a list of rule codes or prefixes")
-    known = [r.code for r in all_rules()]
+    known = known_codes()
+    out = []
     for v in value:
-        if v != "ALL" and not any(c.startswith(v.upper()) for c in known):
-            raise ConfigError(f"unknown rule code or prefix {v!r} in `{key}`")
-    return tuple(v.upper() for v in value)
+        code = v.strip().upper()
+        if code != "ALL" and not (code and any(c.startswith(code) for c in known)):
+            raise ConfigError(f"unknown rule code or prefix {v!r} in `{key}` (`dynalint rules` lists them)")
+        out.append(code)
+    return tuple(out)
+
+
+# Kept for callers that still use the old private name.
+_codes = validate_codes
 
 
 def _strings(key: str, value: Any) -> tuple[str, ...]:
@@ -146,90 +233,165 @@ def _strings(key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"`{key}` must be true or false")
+    return value
+
+
+def _per_file_ignores(value: Any) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        raise ConfigError("`per-file-ignores` must be a table of \"glob\" = [codes]")
+    return {glob: validate_codes(f"per-file-ignores.\"{glob}\"", codes) for glob, codes in value.items()}
+
+
+def _severity(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError('`severity` must be a table of CODE = "error" | "warning" | "info"')
+    out = {}
+    for code, level in value.items():
+        (prefix,) = validate_codes(f"severity.{code}", [code])
+        if level not in SEVERITIES:
+            raise ConfigError(f"`severity.{code}` must be one of {', '.join(SEVERITIES)}, not {level!r}")
+        out[prefix] = level
+    return out
+
+
+# key -> (Config attribute, parser)
+_PARSERS = {
+    "select": ("select", lambda v: validate_codes("select", v)),
+    "extend-select": ("extend_select", lambda v: validate_codes("extend-select", v)),
+    "ignore": ("ignore", lambda v: validate_codes("ignore", v)),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "exclude": ("exclude", lambda v: _strings("exclude", v)),
+    "extend-exclude": ("extend_exclude", lambda v: _strings("extend-exclude", v)),
+    "src": ("src", lambda v: _strings("src", v)),
+    "extra-roots": ("extra_roots", lambda v: _strings("extra-roots", v)),
+    "is-compiling-functions": ("is_compiling_functions", lambda v: _strings("is-compiling-functions", v)),
+    "severity": ("severity", _severity),
+    "respect-gitignore": ("respect_gitignore", lambda v: _bool("respect-gitignore", v)),
+}
+
+
 def parse_table(table: dict[str, Any], path: Optional[Path]) -> Config:
     where = f" in {path}" if path else ""
+    if not isinstance(table, dict):
+        raise ConfigError(f"[tool.dynalint] must be a table{where}")
     for key in table:
         if key not in KNOWN_KEYS:
-            raise ConfigError(f"unknown key `{key}` in [tool.dynalint]{where}")
+            hint = _close_key(key)
+            raise ConfigError(f"unknown key `{key}` in [tool.dynalint]{where}{hint}")
     cfg = Config(path=path)
     try:
-        if "select" in table:
-            cfg.select = _codes("select", table["select"])
-        if "extend-select" in table:
-            cfg.extend_select = _codes("extend-select", table["extend-select"])
-        if "ignore" in table:
-            cfg.ignore = _codes("ignore", table["ignore"])
+        for key, (attr, parse) in _PARSERS.items():
+            if key in table:
+                setattr(cfg, attr, parse(table[key]))
         if "extend-ignore" in table:
-            cfg.ignore = cfg.ignore + _codes("extend-ignore", table["extend-ignore"])
-        if "per-file-ignores" in table:
-            pfi = table["per-file-ignores"]
-            if not isinstance(pfi, dict):
-                raise ConfigError("`per-file-ignores` must be a table of glob = [codes]")
-            cfg.per_file_ignores = {k: _codes(f"per-file-ignores.{k}", v) for k, v in pfi.items()}
-        if "exclude" in table:
-            cfg.exclude = _strings("exclude", table["exclude"])
-        if "extend-exclude" in table:
-            cfg.extend_exclude = _strings("extend-exclude", table["extend-exclude"])
-        if "src" in table:
-            cfg.src = _strings("src", table["src"])
-        if "extra-roots" in table:
-            cfg.extra_roots = _strings("extra-roots", table["extra-roots"])
-        if "is-compiling-functions" in table:
-            cfg.is_compiling_functions = _strings("is-compiling-functions", table["is-compiling-functions"])
-        if "severity" in table:
-            sev = table["severity"]
-            if not isinstance(sev, dict):
-                raise ConfigError("`severity` must be a table of CODE = \"error\" | \"warning\" | \"info\"")
-            for code, level in sev.items():
-                _codes(f"severity.{code}", [code])
-                if level not in SEVERITIES:
-                    raise ConfigError(f"severity of {code} must be one of {', '.join(SEVERITIES)}, not {level!r}")
-            cfg.severity = {k.upper(): v for k, v in sev.items()}
-        if "respect-gitignore" in table:
-            if not isinstance(table["respect-gitignore"], bool):
-                raise ConfigError("`respect-gitignore` must be true or false")
-            cfg.respect_gitignore = table["respect-gitignore"]
+            cfg.ignore = cfg.ignore + validate_codes("extend-ignore", table["extend-ignore"])
         if "cache-dir" in table:
-            cfg.cache_dir = str(table["cache-dir"])
+            if not isinstance(table["cache-dir"], str):
+                raise ConfigError("`cache-dir` must be a path")
+            cfg.cache_dir = table["cache-dir"]
     except ConfigError as exc:
         raise ConfigError(f"{exc}{where}") from None
     return cfg
 
 
-def load_config_file(path: Path) -> Config:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML in {path}: {exc}") from None
+def _close_key(key: str) -> str:
+    import difflib
+
+    match = difflib.get_close_matches(key.replace("_", "-"), sorted(KNOWN_KEYS), n=1)
+    return f" (did you mean `{match[0]}`?)" if match else ""
+
+
+def _table_of(path: Path, data: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The [tool.dynalint] table of a parsed file; a dynalint.toml may also be the table itself."""
+    tool = data.get("tool", {})
+    if isinstance(tool, dict) and "dynalint" in tool:
+        return tool["dynalint"]
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("dynalint", {})
-    else:  # dynalint.toml / a file given with --config: the table itself, or [tool.dynalint]
-        table = data.get("tool", {}).get("dynalint", data)
-    return parse_table(table, path)
+        return None
+    return data
 
 
-def find_config(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml with a [tool.dynalint] table, walking up from start."""
-    start = start.resolve()
-    for d in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
-        for name in ("dynalint.toml", "pyproject.toml"):
-            p = d / name
-            if p.is_file():
-                if name == "dynalint.toml":
-                    return p
-                try:
-                    if "dynalint" in tomllib.loads(p.read_text(encoding="utf-8")).get("tool", {}):
-                        return p
-                except (OSError, tomllib.TOMLDecodeError):
-                    continue
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"invalid TOML in {path}: {exc}") from None
+
+
+def load_config_file(path: Path) -> Config:
+    path = Path(path)
+    table = _table_of(path, _read_toml(path))
+    return parse_table(table if table is not None else {}, path.resolve())
+
+
+# ------------------------------------------------------------------------------------------------
+# Discovery
+
+_NEAREST: dict[Path, Optional[Path]] = {}
+
+
+def _has_config(d: Path) -> Optional[Path]:
+    for name in CONFIG_NAMES:
+        p = d / name
+        if not p.is_file():
+            continue
+        if name == "dynalint.toml":
+            return p
+        try:
+            if _table_of(p, tomllib.loads(p.read_text(encoding="utf-8"))) is not None:
+                return p
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
     return None
 
 
-def resolve_config(paths: list[Path], config_file: Optional[Path]) -> Config:
+def nearest_config(directory: Path) -> Optional[Path]:
+    """The nearest dynalint.toml or pyproject.toml with [tool.dynalint] at or above directory
+    (absolute path), memoised per folder so that walking a tree reads each folder once."""
+    directory = directory.resolve()
+    chain = []
+    d: Optional[Path] = directory
+    found: Optional[Path] = None
+    while d is not None:
+        if d in _NEAREST:
+            found = _NEAREST[d]
+            break
+        chain.append(d)
+        own = _has_config(d)
+        if own is not None:
+            found = own
+            break
+        d = d.parent if d.parent != d else None
+    for c in chain:
+        _NEAREST[c] = found
+    return found
+
+
+def clear_config_cache() -> None:
+    """Forget what was found on disk (editors call this when a config file changes)."""
+    _NEAREST.clear()
+
+
+def find_config(start: Path) -> Optional[Path]:
+    """The nearest config file for start (a file or a folder), walking up."""
+    start = Path(start).absolute()
+    return nearest_config(start if start.is_dir() else start.parent)
+
+
+def resolve_config(
+    paths: list[Path], config_file: Optional[Path], overrides: Overrides = Overrides()
+) -> Config:
+    """The run's config: --config's file, else the one nearest the first path; with overrides."""
+    clear_config_cache()  # each run sees the files as they are now
     if config_file is not None:
-        return load_config_file(config_file)
-    start = paths[0] if paths else Path.cwd()
-    found = find_config(start)
-    return load_config_file(found) if found is not None else Config()
+        cfg = load_config_file(config_file)
+    else:
+        found = find_config(paths[0] if paths else Path.cwd())
+        cfg = load_config_file(found) if found is not None else Config()
+        cfg.hierarchical = True
+    return cfg.with_overrides(overrides)

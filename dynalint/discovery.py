@@ -10,44 +10,59 @@ from typing import Iterable, Optional
 from dynalint.config import Config
 
 
-def _load_gitignore(directory: Path):
-    import pathspec
-
-    p = directory / ".gitignore"
-    if not p.is_file():
-        return None
+def _read_lines(p: Path) -> list[str]:
     try:
-        lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
+        return p.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
-def _git_root(start: Path) -> Optional[Path]:
-    for d in [start, *start.parents]:
-        if (d / ".git").exists():
-            return d
-    return None
+        return []
 
 
 class _Ignorer:
-    """.gitignore files from the repository root down to each folder, as git reads them."""
+    """.gitignore files from the repository root down to each folder, as git reads them.
+
+    Outside a git repository the walk's top folder stands in for the root, so a .gitignore there
+    still applies to everything below it. At the root `.git/info/exclude` is read first, so the
+    root's .gitignore overrides it (gitignore's last match wins).
+    """
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self._specs: dict[Path, object] = {}
+        self._git_roots: dict[Path, Optional[Path]] = {}
 
-    def spec(self, d: Path):
-        if d not in self._specs:
-            self._specs[d] = _load_gitignore(d)
-        return self._specs[d]
+    def git_root(self, d: Path) -> Optional[Path]:
+        chain = []
+        found: Optional[Path] = None
+        cur: Optional[Path] = d
+        while cur is not None:
+            if cur in self._git_roots:
+                found = self._git_roots[cur]
+                break
+            chain.append(cur)
+            if (cur / ".git").exists():
+                found = cur
+                break
+            cur = cur.parent if cur.parent != cur else None
+        for c in chain:
+            self._git_roots[c] = found
+        return found
 
-    def ignored(self, path: Path, is_dir: bool) -> bool:
+    def spec(self, d: Path, is_root: bool):
+        key = (d, is_root)
+        if key not in self._specs:
+            import pathspec
+
+            lines = _read_lines(d / ".git" / "info" / "exclude") if is_root else []
+            lines += _read_lines(d / ".gitignore")
+            self._specs[key] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        return self._specs[key]
+
+    def ignored(self, path: Path, is_dir: bool, top: Optional[Path] = None) -> bool:
         if not self.enabled:
             return False
-        root = _git_root(path.parent) or path.parent
-        d = path.parent
+        root = self.git_root(path.parent) or top or path.parent
         chain = []
+        d = path.parent
         while True:
             chain.append(d)
             if d == root or d.parent == d:
@@ -55,7 +70,7 @@ class _Ignorer:
             d = d.parent
         result = False
         for d in reversed(chain):
-            spec = self.spec(d)
+            spec = self.spec(d, d == root)
             if spec is None:
                 continue
             rel = path.relative_to(d).as_posix() + ("/" if is_dir else "")
@@ -65,39 +80,64 @@ class _Ignorer:
         return result
 
 
-def _excluded(path: Path, patterns: Iterable[str], root: Path) -> bool:
+def _matches(path: Path, patterns: Iterable[str], root: Path) -> bool:
     name = path.name
     try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
+        rel = path.relative_to(root).as_posix()
     except ValueError:
         rel = path.as_posix()
     for pat in patterns:
         pat = pat.rstrip("/")
+        if pat.startswith("./"):
+            pat = pat[2:]
         if fnmatch.fnmatch(name, pat) or fnmatch.fnmatch(rel, pat) or rel.startswith(pat + "/"):
             return True
     return False
 
 
-def discover(paths: list[Path], config: Config) -> list[Path]:
+def _excluded(path: Path, config: Config) -> bool:
+    """path itself matches `exclude`/`extend-exclude` of the config governing it."""
+    cfg = config.for_path(path)
+    return _matches(path, tuple(cfg.exclude) + tuple(cfg.extend_exclude), cfg.root.absolute())
+
+
+def is_excluded(path: Path, config: Config) -> bool:
+    """path or one of its folders below its config's root is excluded (`--force-exclude`, editors)."""
+    path = Path(path).absolute()
+    if _excluded(path, config):
+        return True
+    root = config.for_path(path).root.absolute()
+    for parent in path.parents:
+        if parent == root or parent.parent == parent or root not in parent.parents:
+            break
+        if _excluded(parent, config):
+            return True
+    return False
+
+
+def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> list[Path]:
     """Python files under paths, sorted, excluding config excludes and gitignored files.
-    Files named explicitly are always included (as in ruff without force-exclude)."""
-    patterns = tuple(config.exclude) + tuple(config.extend_exclude)
+    Files named explicitly are always included (as in ruff), unless force_exclude."""
     ignorer = _Ignorer(config.respect_gitignore)
-    root = config.root
     out: list[Path] = []
     seen: set[Path] = set()
     for given in paths:
         if given.is_file() or not given.exists():
+            if force_exclude and is_excluded(given, config):
+                continue
             if given not in seen:
                 seen.add(given)
                 out.append(given)
             continue
+        if force_exclude and is_excluded(given, config):
+            continue
+        top = given.absolute()
         for dirpath, dirnames, filenames in os.walk(given):
             d = Path(dirpath)
             keep = []
             for name in sorted(dirnames):
                 sub = d / name
-                if _excluded(sub, patterns, root) or ignorer.ignored(sub, True):
+                if _excluded(sub.absolute(), config) or ignorer.ignored(sub.absolute(), True, top):
                     continue
                 keep.append(name)
             dirnames[:] = keep
@@ -105,7 +145,7 @@ def discover(paths: list[Path], config: Config) -> list[Path]:
                 if not name.endswith(".py"):
                     continue
                 f = d / name
-                if _excluded(f, patterns, root) or ignorer.ignored(f, False):
+                if _excluded(f.absolute(), config) or ignorer.ignored(f.absolute(), False, top):
                     continue
                 if f not in seen:
                     seen.add(f)

@@ -18,8 +18,19 @@ def _rule(code: str):
     return rule_by_code(code)
 
 
+def severity(f: Finding, config=None) -> str:
+    """error / warning / info: the rule's default, or `[tool.dynalint.severity]` when configured."""
+    rule = _rule(f.code)
+    default = rule.severity if rule is not None else "error"
+    return config.severity_of(f.code, default, f.filename) if config is not None else default
+
+
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+_GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
 def _fix_mark(f: Finding, unsafe: bool) -> str:
-    if f.fix is None:
+    if f.fix is None or not f.fix.edits:
         return ""
     if f.fix.applicability == "safe" or unsafe:
         return "[*] "
@@ -44,10 +55,13 @@ def format_text(findings: list[Finding], sources: Optional[dict[str, str]] = Non
         lines = lines_cache.setdefault(f.filename, text.splitlines())
         if 1 <= f.row <= len(lines):
             line = lines[f.row - 1]
-            width = (f.end_column - f.column) if f.end_row == f.row else len(line) - f.column + 1
+            end = f.end_column if f.end_row == f.row else len(line) + 1
+            # Tabs are shown as 4 spaces so that the caret lines up in any terminal.
+            before = len(line[: f.column - 1].expandtabs(4))
+            width = len(line[: end - 1].expandtabs(4)) - before
             gutter = f"{f.row:>4} | "
-            out.append(f"{gutter}{line}\n")
-            out.append(" " * (len(gutter) + f.column - 1) + "^" * max(1, width) + "\n")
+            out.append(f"{gutter}{line.expandtabs(4)}\n")
+            out.append(" " * (len(gutter) + before) + "^" * max(1, width) + "\n")
     return "".join(out)
 
 
@@ -73,81 +87,97 @@ def _gh_escape(s: str) -> str:
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def format_github(findings: list[Finding], **_) -> str:
+def _gh_prop(s: str) -> str:
+    """Workflow-command property values also escape `:` and `,`."""
+    return _gh_escape(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(findings: list[Finding], config=None, **_) -> str:
     out = []
     for f in findings:
-        rule = _rule(f.code)
-        level = {"error": "error", "warning": "warning", "info": "notice"}.get(rule.severity if rule else "error", "error")
+        level = _GITHUB_LEVEL[severity(f, config)]
         out.append(
-            f"::{level} title=dynalint ({f.code}),file={f.filename},line={f.row},col={f.column},"
+            f"::{level} title=dynalint ({f.code}),file={_gh_prop(f.filename)},line={f.row},col={f.column},"
             f"endLine={f.end_row},endColumn={f.end_column}::{_gh_escape(f'{f.code} {f.message}')}\n"
         )
     return "".join(out)
 
 
-def format_sarif(findings: list[Finding], **_) -> str:
+def _sarif_uri(filename: str) -> dict:
+    """Relative paths are resolved against %SRCROOT% (the checkout) by GitHub code scanning."""
+    from pathlib import PurePath
+
+    if PurePath(filename).is_absolute():
+        from pathlib import Path
+
+        return {"uri": Path(filename).as_uri()}
+    return {"uri": filename.replace("\\", "/"), "uriBaseId": "%SRCROOT%"}
+
+
+def _sarif_region(row: int, column: int, end_row: int, end_column: int) -> dict:
+    return {"startLine": row, "startColumn": column, "endLine": end_row, "endColumn": end_column}
+
+
+def _sarif_rule(r) -> dict:
+    docs = r.docs()
+    # The docstring's first line repeats the code; the first section says what the rule does.
+    body = docs.split("\n", 1)[1].strip() if "\n" in docs else docs
+    return {
+        "id": r.code,
+        "name": r.name,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": body.split("\n\n## ", 1)[0].replace("## What it does", "").strip() or r.summary},
+        "help": {"text": docs, "markdown": docs},
+        "helpUri": rule_url(r.code),
+        "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
+        "properties": {"tags": ["torch.compile"], "fixable": r.fixable or "none"},
+    }
+
+
+def _sarif_fix(f: Finding) -> dict:
+    return {
+        "description": {"text": f.fix.message},
+        "artifactChanges": [
+            {
+                "artifactLocation": _sarif_uri(f.filename),
+                "replacements": [
+                    {
+                        "deletedRegion": _sarif_region(e.row, e.column, e.end_row, e.end_column),
+                        "insertedContent": {"text": e.content},
+                    }
+                    for e in f.fix.edits
+                ],
+            }
+        ],
+    }
+
+
+def format_sarif(findings: list[Finding], config=None, **_) -> str:
+    """SARIF 2.1.0 as GitHub code scanning reads it: every rule with its docs, results with
+    regions (1-based lines, code-point columns) and fixes."""
     from dynalint.lint.rules import all_rules
 
-    rules = []
-    index = {}
-    for i, r in enumerate(all_rules()):
-        index[r.code] = i
-        rules.append(
-            {
-                "id": r.code,
-                "name": r.name,
-                "shortDescription": {"text": r.summary},
-                "fullDescription": {"text": r.docs().split("\n", 1)[0]},
-                "help": {"text": r.docs(), "markdown": r.docs()},
-                "helpUri": rule_url(r.code),
-                "defaultConfiguration": {"level": {"error": "error", "warning": "warning", "info": "note"}[r.severity]},
-            }
-        )
+    catalog = list(all_rules())
+    index = {r.code: i for i, r in enumerate(catalog)}
     results = []
     for f in findings:
-        rule = _rule(f.code)
         res = {
             "ruleId": f.code,
-            "ruleIndex": index.get(f.code, -1),
-            "level": {"error": "error", "warning": "warning", "info": "note"}[rule.severity if rule else "error"],
+            "level": _SARIF_LEVEL[severity(f, config)],
             "message": {"text": f.message},
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": f.filename.replace("\\", "/")},
-                        "region": {
-                            "startLine": f.row,
-                            "startColumn": f.column,
-                            "endLine": f.end_row,
-                            "endColumn": f.end_column,
-                        },
+                        "artifactLocation": _sarif_uri(f.filename),
+                        "region": _sarif_region(f.row, f.column, f.end_row, f.end_column),
                     }
                 }
             ],
         }
-        if f.fix is not None:
-            res["fixes"] = [
-                {
-                    "description": {"text": f.fix.message},
-                    "artifactChanges": [
-                        {
-                            "artifactLocation": {"uri": f.filename.replace("\\", "/")},
-                            "replacements": [
-                                {
-                                    "deletedRegion": {
-                                        "startLine": e.row,
-                                        "startColumn": e.column,
-                                        "endLine": e.end_row,
-                                        "endColumn": e.end_column,
-                                    },
-                                    "insertedContent": {"text": e.content},
-                                }
-                                for e in f.fix.edits
-                            ],
-                        }
-                    ],
-                }
-            ]
+        if f.code in index:
+            res["ruleIndex"] = index[f.code]
+        if f.fix is not None and f.fix.edits:
+            res["fixes"] = [_sarif_fix(f)]
         results.append(res)
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -159,9 +189,11 @@ def format_sarif(findings: list[Finding], **_) -> str:
                         "name": "dynalint",
                         "version": __version__,
                         "informationUri": "https://github.com/dynalint/dynalint",
-                        "rules": rules,
+                        "rules": [_sarif_rule(r) for r in catalog],
                     }
                 },
+                "columnKind": "unicodeCodePoints",
+                "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "The folder dynalint ran in."}}},
                 "results": results,
             }
         ],
@@ -206,12 +238,22 @@ FORMATTERS: dict[str, Callable[..., str]] = {
 }
 
 
-def format_statistics(findings: list[Finding], unsafe: bool = False) -> str:
+def statistics(findings: list[Finding], unsafe: bool = False) -> list[dict]:
+    """Counts per rule, most frequent first (ties by code), as ruff's `--statistics`."""
     counts = Counter(f.code for f in findings)
-    fixable = Counter(f.code for f in findings if f.fix is not None and (f.fix.applicability == "safe" or unsafe))
+    fixable = Counter(f.code for f in findings if f.fix is not None and f.fix.edits and (f.fix.applicability == "safe" or unsafe))
     out = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         rule = _rule(code)
-        mark = "[*]" if fixable.get(code) else "   "
-        out.append(f"{n:>6}\t{code}\t{mark} {rule.name if rule else ''}\n")
-    return "".join(out)
+        out.append({"code": code, "name": rule.name if rule else "", "count": n, "fixable": fixable.get(code, 0) > 0})
+    return out
+
+
+def format_statistics(findings: list[Finding], unsafe: bool = False, output_format: str = "text") -> str:
+    rows = statistics(findings, unsafe)
+    if output_format == "json":
+        return json.dumps(rows, indent=2) + "\n"
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    return "".join(
+        f"{r['count']:>{width}}\t{r['code']}\t{'[*]' if r['fixable'] else '   '} {r['name']}\n" for r in rows
+    )
