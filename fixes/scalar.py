@@ -36,10 +36,14 @@ def item_fix(ctx, call: cst.Call, code: str = "DYN110"):
     info = source_info(ctx.module)
     stmt = ctx.statement
     unused = _unused_statement(info, ctx, stmt, call)
+    # `.item()` is also reported on NumPy values; only a tensor may stay what it is.
+    is_tensor = ctx.is_tensor(receiver)
     if unused is not None:
         deletable = pure(receiver, ctx)
+        if not (deletable or is_tensor):
+            return None
         return guarded(code, lambda positions, module: _delete_or_drop(info, positions, unused, call, receiver, kind, deletable))
-    if kind == "bool":
+    if kind == "bool" or not is_tensor:
         return None
     if not _feeds_tensor_arithmetic(info, ctx, call):
         return None

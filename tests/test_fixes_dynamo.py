@@ -1,0 +1,107 @@
+"""Fixed code, run through Dynamo: no graph breaks left, and the same outputs for the same seed."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from dynalint.config import Config
+from dynalint.fixes.apply import fix_source
+from dynalint.lint.rule import BREAKS, CLEAN, Example
+from dynalint.lint.rules import all_rules
+
+from .probes import load_example, run_probe, target_of
+
+ALL = Config(select=("ALL",))
+FIXTURES = Path(__file__).parent / "fixtures" / "fixes"
+
+
+def _import_text(text: str, tmp_path: Path):
+    name = f"fixed_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _build(mod, cls: str, seed: int = 0):
+    import torch
+
+    torch.manual_seed(seed)
+    return getattr(mod, cls)()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "fixture,cls",
+    [
+        ("bad_if.py", "BadIf"),
+        ("log_inside_forward.py", "LogInsideForward"),
+        ("print_in_forward.py", "PrintInForward"),
+        ("scalars_and_masks.py", "ScalarsAndMasks"),
+    ],
+)
+def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_path, monkeypatch):
+    import pdb
+
+    import torch
+    import torch._dynamo
+
+    monkeypatch.setattr(pdb, "set_trace", lambda *a, **k: None)  # the original still calls it
+    source = (FIXTURES / fixture).read_text()
+    result = fix_source(source, fixture, ALL, unsafe=True)
+    assert result.fixed and not result.remaining and not result.errors, result.remaining
+
+    original = _build(_import_text(source, tmp_path), cls)
+    fixed = _build(_import_text(result.text, tmp_path), cls)
+    for seed in (1, 2, 3):  # both signs of the BadIf condition come up
+        torch.manual_seed(seed)
+        x = torch.randn(4, 16)
+        torch.testing.assert_close(fixed(x), original(x))
+
+    torch._dynamo.reset()
+    before = torch._dynamo.explain(original)(x)
+    assert before.break_reasons or fixture == "scalars_and_masks.py"  # pdb is on Dynamo's skip list
+    torch._dynamo.reset()
+    after = torch._dynamo.explain(fixed)(x)
+    assert after.graph_count == 1 and after.graph_break_count == 0 and not after.break_reasons, after.break_reasons
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(fixed, backend="eager")(x), original(x))
+
+
+def _fully_fixed_examples():
+    for rule in all_rules():
+        for i, ex in enumerate(rule.invalid):
+            if ex.dynamo != BREAKS:
+                continue
+            result = fix_source(ex.source, "example.py", ALL, unsafe=True)
+            if result.fixed and not result.remaining:
+                yield pytest.param(ex, result.text, id=f"{rule.code}-{i}")
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("example,fixed_text", list(_fully_fixed_examples()))
+def test_fixed_rule_examples_no_longer_break_and_compute_the_same(example, fixed_text):
+    import torch
+
+    os.environ.setdefault("PYTHONBREAKPOINT", "0")
+    fixed_example = Example(fixed_text, dynamo=CLEAN, inputs=example.inputs)
+    result = run_probe(fixed_example)
+    assert result["graph_count"] == 1 and not result["break_reasons"], (result, fixed_text)
+
+    outputs = []
+    for ex in (example, fixed_example):
+        target = target_of(load_example(ex))
+        torch.manual_seed(0)
+        args = eval(ex.inputs, {"torch": torch})
+        torch.manual_seed(0)
+        outputs.append(target(*args))
+    torch.testing.assert_close(outputs[1], outputs[0])
