@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dynalint.findings import Finding, Fix
 
+from . import fastcst
 from . import kinds as K
 from .kinds import B, N, P, S, T, U, TENSORISH
 
@@ -125,16 +125,44 @@ def _param_names(params: cst.Parameters) -> list[cst.Param]:
     return list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
 
 
-TENSOR_ANNOTATION_WORDS = ("Tensor", "Parameter")
+TENSOR_TYPE_NAMES = frozenset(
+    {"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "IntTensor", "HalfTensor", "DoubleTensor",
+     "ByteTensor", "BFloat16Tensor", "Parameter", "Buffer"}
+)
+
+
+def _union_members(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`A | B`, `Optional[A]`, `Union[A, B]` -> [A, B] (None dropped); anything else -> [node]."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return _union_members(node.left) + _union_members(node.right)
+    if isinstance(node, cst.Subscript):
+        head = dotted(node.value) or ""
+        if head.split(".")[-1] in ("Optional", "Union"):
+            out = []
+            for el in node.slice:
+                if isinstance(el.slice, cst.Index):
+                    out += _union_members(el.slice.value)
+            return out
+    if isinstance(node, cst.Name) and node.value == "None":
+        return []
+    if isinstance(node, cst.SimpleString):
+        try:
+            return _union_members(cst.parse_expression(node.evaluated_value))
+        except Exception:
+            return [node]
+    return [node]
 
 
 def annotation_kind(ann: Optional[cst.Annotation]) -> Optional[str]:
+    """T for `Tensor` / `Optional[Tensor]`, P for `int | Tensor`, N for anything else
+    (`list[Tensor]` is a list), None when there is no annotation."""
     if ann is None:
         return None
-    code = cst.Module([]).code_for_node(ann.annotation)
-    if any(w in code for w in TENSOR_ANNOTATION_WORDS):
-        return T
-    return N
+    members = _union_members(ann.annotation)
+    tensors = [m for m in members if (dotted(m) or "").split(".")[-1] in TENSOR_TYPE_NAMES]
+    if not tensors:
+        return N
+    return T if len(tensors) == len(members) else P
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,8 +186,8 @@ class FileAnalyzer:
         self.tensor_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding tensors
         self.all_attrs: dict[str, set[str]] = {}  # class qualname -> attrs assigned in __init__
         self.compile_called_names: set[str] = set()
-        # function qualname -> parameter positions / names that receive tensors in this file
-        self.param_hints: dict[str, set] = {}
+        # function qualname -> {parameter position or name: kind of the tensor passed there}
+        self.param_hints: dict[str, dict] = {}
 
     # -- names ----------------------------------------------------------------------------
     def resolve(self, name: str) -> str:
@@ -246,7 +274,7 @@ class FileAnalyzer:
     def _collect_module_level(self) -> None:
         """Loggers and torch.compile(fn) targets anywhere in the file."""
         collector = _ModuleScan(self)
-        self.module.visit(collector)
+        fastcst.visit(self.module, collector)
 
     def _declare(self, stmt: cst.CSTNode, prefix: str, cls: Optional[str]) -> None:
         if isinstance(stmt, cst.ClassDef):
@@ -345,8 +373,7 @@ class FileAnalyzer:
     def _resolve_positions(self) -> None:
         if not self.pending:
             return
-        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        positions = wrapper.resolve(PositionProvider)
+        positions = fastcst.positions(self.module)
         seen = set()
         for node, code, message, data, fix, scope in self.pending:
             pos = positions[node]
@@ -420,7 +447,7 @@ def _iter_nodes(root: cst.CSTNode):
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(node.children)
+        stack.extend(fastcst.children(node))  # same nodes as .children, without rebuilding
 
 
 class _ModuleScan(cst.CSTVisitor):
@@ -539,7 +566,7 @@ class FunctionContext(cst.CSTVisitor):
         tensor_by_default = self.is_forward or (self.info is not None and self.info.compile_root) or (
             self.cls is None and self.fn.name.value in self.fa.compile_called_names
         )
-        hints = self.fa.param_hints.get(self.qual, ())
+        hints = self.fa.param_hints.get(self.qual, {})
         for i, p in enumerate(params):
             name = p.name.value
             if i == 0 and is_method:
@@ -550,7 +577,7 @@ class FunctionContext(cst.CSTVisitor):
             if ak is not None:
                 self.env[name] = ak
             elif (pos in hints or name in hints) and (p.default is None or _is_none(p.default)):
-                self.env[name] = P
+                self.env[name] = hints.get(pos) or hints.get(name)
             elif tensor_by_default and (p.default is None or _is_none(p.default)):
                 self.env[name] = P
             elif p.default is not None and not _is_none(p.default):
@@ -662,26 +689,35 @@ class FunctionContext(cst.CSTVisitor):
             rule.check(node, self)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        node_type = type(node)  # concrete libcst classes: cheaper than isinstance on their ABCs
+        if node_type is cst.FunctionDef or node_type is cst.ClassDef or node_type is cst.Lambda:
             return False
-        if isinstance(node, cst.If):
+        if node_type is cst.If:
             self._walk_if(node)
             return False
-        if isinstance(node, cst.IndentedBlock):
+        if node_type is cst.IndentedBlock:
             # Compound statements other than If: walk their blocks statement by statement.
             self._walk_block(node)
             return False
         self._dispatch(node)
         self.stack.append(node)
-        if super().on_visit(node):
-            return True
-        self.stack.pop()
+        visit_hook = fastcst.hook(type(self), type(node), "visit")
+        if visit_hook is not None and visit_hook(self, node) is False:
+            self.stack.pop()
+            return False
+        # Visit the children here, in libcst's order, and tell libcst not to: its traversal
+        # rebuilds every node it passes through, which cost most of the analysis time.
+        for child in fastcst.children(node):
+            self.on_visit(child)  # always False: it has walked the child's children itself
+            self.on_leave(child)
         return False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if self.stack and self.stack[-1] is original_node:
             self.stack.pop()
-        super().on_leave(original_node)
+        leave_hook = fastcst.hook(type(self), type(original_node), "leave")
+        if leave_hook is not None:
+            leave_hook(self, original_node)
 
     @property
     def statement(self) -> Optional[cst.CSTNode]:
@@ -819,14 +855,15 @@ class FunctionContext(cst.CSTVisitor):
             key = f"{self.fa.summary.module}.{func.value}"
         if key is None:
             return
-        hints = None
         for i, arg in enumerate(node.args):
             if arg.star:
                 break
-            if self.is_tensor(arg.value):
-                if hints is None:
-                    hints = self.fa.param_hints.setdefault(key, set())
-                hints.add(arg.keyword.value if arg.keyword is not None else i)
+            k = self.kind(arg.value)
+            if k in TENSORISH:
+                hints = self.fa.param_hints.setdefault(key, {})
+                slot = arg.keyword.value if arg.keyword is not None else i
+                # A definite tensor at one call site and a presumed one at another: presumed.
+                hints[slot] = P if P in (k, hints.get(slot)) else T
 
     # -- edges ------------------------------------------------------------------------------
     def _submodule_list_ref(self, it: cst.BaseExpression) -> Optional[tuple]:

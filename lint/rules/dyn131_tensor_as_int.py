@@ -42,12 +42,12 @@ class TensorAsInt(Rule):
                 return
             if q in ("torch.nn.functional.one_hot",):
                 for a in node.args[1:]:
-                    if ctx.is_tensor(a.value):
+                    if ctx.is_definite_tensor(a.value):
                         ctx.report(self, a.value, "`num_classes` from a tensor value breaks the graph; use a static number")
                 return
             if q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in FACTORIES:
                 for a in node.args:
-                    if a.keyword is None and ctx.is_tensor(a.value):
+                    if a.keyword is None and ctx.is_definite_tensor(a.value):
                         ctx.report(self, a.value, f"size of `{q}()` from a tensor value breaks the graph; use a shape or a constant")
                         return
             return
@@ -56,7 +56,7 @@ class TensorAsInt(Rule):
         for el in node.slice:
             if isinstance(el.slice, cst.Slice):
                 for bound in (el.slice.lower, el.slice.upper):
-                    if bound is not None and ctx.is_tensor(bound):
+                    if bound is not None and ctx.is_definite_tensor(bound):
                         ctx.report(self, bound, "slice bound from a tensor value breaks the graph; use a shape-derived int")
                         return
 
