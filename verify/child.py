@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 import warnings
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from dynalint.verify.loading import StageError, describe
@@ -54,26 +55,28 @@ def _call(fn, args, kwargs, stage: str, what: str):
         raise StageError(stage, f"{what} failed: {describe(exc)}") from exc
 
 
-def measure_in_process(spec: dict) -> dict[str, Any]:
-    """Everything the child does, in order. Raises StageError for user-facing failures."""
+@dataclass
+class Prepared:
+    """The code under test, ready to call: built, moved to the device, with its inputs."""
+
+    fn: Any
+    args: tuple
+    kwargs: dict
+    device: str
+    overrides: dict
+
+
+def prepare(spec: dict, result: dict) -> Prepared:
+    """Import and build the target, make (or load) its inputs, save what the fixed run needs."""
     from dynalint.verify import loading, measuring as M
 
-    for folder in reversed(spec.get("sys_path") or []):
-        sys.path.insert(0, os.path.realpath(folder))
     torch = import_torch()
-    import torch._dynamo
-
     overrides = loading.install_overrides(spec.get("source_override"))
     seed = int(spec.get("seed", 0))
     device = resolve_device(torch, spec.get("device", "auto"))
-    dynamic = spec.get("dynamic")
     tdir = M.torch_dir()
-    result: dict[str, Any] = {
-        "torch": torch.__version__,
-        "device": device,
-        "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "source_override": sorted(overrides),
-    }
+    result.update(torch=torch.__version__, device=device, source_override=sorted(overrides),
+                  device_name=torch.cuda.get_device_name() if device == "cuda" else "cpu")
 
     M.seed_everything(seed)
     obj = loading.import_object(spec["target"], overrides)
@@ -88,7 +91,7 @@ def measure_in_process(spec: dict) -> dict[str, Any]:
 
     reference = spec.get("reference_dir")
     M.seed_everything(seed)
-    if reference:
+    if reference:  # the fixed version runs on the original's inputs and weights
         args, kwargs = torch.load(os.path.join(reference, "inputs.pt"), weights_only=False)
     else:
         args, kwargs = loading.make_inputs(spec, example, overrides)
@@ -99,64 +102,100 @@ def measure_in_process(spec: dict) -> dict[str, Any]:
         if spec.get("eval", True):
             fn.eval()
         fn.to(device)
-    args, kwargs = loading.to_device(args, device), loading.to_device(kwargs, device)
     save = spec.get("save_dir")
     if save:
         os.makedirs(save, exist_ok=True)
-        torch.save((loading.to_device(args, "cpu"), loading.to_device(kwargs, "cpu")), os.path.join(save, "inputs.pt"))
+        torch.save((args, kwargs), os.path.join(save, "inputs.pt"))
         if isinstance(fn, torch.nn.Module):
             torch.save({k: v.detach().cpu() for k, v in fn.state_dict().items()}, os.path.join(save, "state_dict.pt"))
+    args, kwargs = loading.to_device(args, device), loading.to_device(kwargs, device)
+    return Prepared(fn, args, kwargs, device, overrides)
 
+
+def run_eager(spec: dict, p: Prepared, fresh, result: dict) -> None:
+    """One eager call: executed lines (for `not_reached`), output digest, comparison, saved outputs."""
+    import torch
+
+    from dynalint.verify import measuring as M
+
+    M.seed_everything(int(spec.get("seed", 0)))
+    what = "eager forward with the given inputs"
+    if spec.get("trace", True):
+        recorder = M.LineRecorder(result["model_files"])
+        with recorder:
+            out = _call(fresh(), p.args, p.kwargs, "forward", what)
+        result["executed_lines"] = recorder.as_json()
+    else:
+        out = _call(fresh(), p.args, p.kwargs, "forward", what)
+    leaves = M.flatten(out)
+    result["outputs_digest"] = M.digest(leaves)
+    if spec.get("save_dir"):
+        torch.save([t.detach().cpu() for t in leaves], os.path.join(spec["save_dir"], "outputs.pt"))
+    if spec.get("reference_dir"):
+        ref = torch.load(os.path.join(spec["reference_dir"], "outputs.pt"), weights_only=False)
+        match, diff, why = M.compare(ref, leaves)
+        result.update(outputs_match=match, max_abs_diff=diff, outputs_mismatch=why or None)
+
+
+def run_dynamo(spec: dict, p: Prepared, fresh, result: dict) -> None:
+    """explain's graphs and break reasons; graphs compiled for second inputs when given."""
+    from dynalint.verify import loading, measuring as M
+
+    seed, dynamic = int(spec.get("seed", 0)), spec.get("dynamic")
+    try:
+        result.update(M.explain(fresh(), p.args, p.kwargs, seed, dynamic))
+    except Exception as exc:
+        raise StageError("explain", f"torch._dynamo.explain failed: {describe(exc)}") from exc
+    second = loading.second_inputs(spec, p.overrides)
+    if second is not None:
+        second = (loading.to_device(second[0], p.device), loading.to_device(second[1], p.device))
+        result["recompiles"] = _call(M.count_recompiles, (fresh(), (p.args, p.kwargs), second, seed, dynamic), {},
+                                     "forward", "the call with the second inputs")
+
+
+def measure_in_process(spec: dict) -> dict[str, Any]:
+    """Everything the child does, in order. Raises StageError for user-facing failures."""
+    for folder in reversed(spec.get("sys_path") or []):
+        sys.path.insert(0, os.path.realpath(folder))
+    result: dict[str, Any] = {}
+    p = prepare(spec, result)
+    torch = import_torch()
+    # Each phase gets a fresh copy: forward may change module state (transformers' BigBird
+    # switches its attention type on the first short input), and every phase should see a first call.
+    fresh = _fresh_copies(torch, p.fn)
     with torch.no_grad():
-        # 1. Eager, recording executed lines (for `not_reached`) and the outputs.
-        M.seed_everything(seed)
-        recorder = M.LineRecorder(result["model_files"]) if spec.get("trace", True) else None
-        if recorder is not None:
-            with recorder:
-                out = _call(fn, args, kwargs, "forward", "eager forward with the given inputs")
-            result["executed_lines"] = recorder.as_json()
-        else:
-            out = _call(fn, args, kwargs, "forward", "eager forward with the given inputs")
-        leaves = M.flatten(out)
-        result["outputs_digest"] = M.digest(leaves)
-        if save:
-            torch.save([t.detach().cpu() for t in leaves], os.path.join(save, "outputs.pt"))
-        if reference:
-            ref = torch.load(os.path.join(reference, "outputs.pt"), weights_only=False)
-            match, diff, why = M.compare(ref, leaves)
-            result.update(outputs_match=match, max_abs_diff=diff, outputs_mismatch=why or None)
-
-        # 2. Dynamo's view: graphs and break reasons.
-        try:
-            result.update(M.explain(fn, args, kwargs, seed, dynamic))
-        except Exception as exc:
-            raise StageError("explain", f"torch._dynamo.explain failed: {describe(exc)}") from exc
-
-        # 3. Recompiles for inputs of other shapes, when given.
-        second = loading.second_inputs(spec, overrides)
-        if second is not None:
-            second = (loading.to_device(second[0], device), loading.to_device(second[1], device))
-            result["recompiles"] = _call(
-                M.count_recompiles, (fn, (args, kwargs), second, seed, dynamic), {}, "forward",
-                "the call with the second inputs",
-            )
-
-        # 4. Timing.
+        run_eager(spec, p, fresh, result)
+        run_dynamo(spec, p, fresh, result)
         if spec.get("timing", True):
-            result["timing"] = _timing(spec, fn, args, kwargs, device, dynamic)
+            result["timing"] = _timing(spec, fresh, p.args, p.kwargs, p.device, spec.get("dynamic"))
     return result
 
 
-def _timing(spec: dict, fn, args, kwargs, device: str, dynamic) -> dict:
+def _fresh_copies(torch, fn):
+    """A function returning a pristine copy of the module per call (the module itself if it
+    cannot be deep-copied, and for plain functions)."""
+    import copy
+
+    if not isinstance(fn, torch.nn.Module):
+        return lambda: fn
+    try:
+        copy.deepcopy(fn)
+    except Exception:
+        return lambda: fn
+    return lambda: copy.deepcopy(fn)
+
+
+def _timing(spec: dict, fresh, args, kwargs, device: str, dynamic) -> dict:
     from dynalint.verify import measuring as M
 
     repeat, warmup = int(spec.get("repeat", 20)), int(spec.get("warmup", 3))
     backend = spec.get("backend") or "inductor"
     timing = {"device": device, "repeat": repeat, "warmup": warmup, "backend": backend}
     if spec.get("time_eager", True):
-        timing["eager_ms"] = _call(M.time_calls, (fn, args, kwargs, device, repeat, warmup), {}, "forward", "timing eager")
+        timing["eager_ms"] = _call(M.time_calls, (fresh(), args, kwargs, device, repeat, warmup), {}, "forward",
+                                   "timing eager")
     try:
-        timing.update(M.compile_and_time(fn, args, kwargs, device, repeat, warmup, backend, dynamic))
+        timing.update(M.compile_and_time(fresh(), args, kwargs, device, repeat, warmup, backend, dynamic))
     except Exception as exc:
         raise StageError("compile", f"torch.compile(backend={backend!r}) failed: {describe(exc)}") from exc
     return timing
