@@ -1,0 +1,442 @@
+"""Prove the fixes on the user's models: measure each model before and after, revert what hurts.
+
+Each measurement runs in a child process (`dynalint.verify.runner.measure`): the "before" run
+serves the original texts of the rewritten files through `source_override` and saves inputs,
+weights and outputs; the "after" run imports the fixed files from disk and compares its outputs
+with those. A model whose outputs differ, whose graphs or breaks grow, or that fails only after
+the fixes, gets the fixes in its files reverted. When several rewritten files are in its compile
+region, each file's fix is tried alone to find the culprit before reverting anything.
+
+Measurements run one at a time per device: sequentially on CPU or one GPU, in a process pool with
+one worker per GPU otherwise (each worker's children see only their GPU). Timings on one device
+are never taken concurrently with another measurement on it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from dynalint.migrate_code import CodeMap, real
+from dynalint.migrate_models import ModelEntry
+from dynalint.migrate_state import MigrationState, key_of, text_hash
+
+MAX_ROUNDS = 4  # revert rounds: each reverts at least one file, so this bounds the work
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    device: str = "auto"
+    backend: str = "inductor"
+    repeat: int = 20
+    warmup: int = 3
+    timing: bool = True
+    seed: int = 0
+    timeout: float = 600.0
+
+    def key(self) -> dict:
+        """What changes a measurement (timeout does not)."""
+        return {"device": self.device, "backend": self.backend, "repeat": self.repeat, "warmup": self.warmup,
+                "timing": self.timing, "seed": self.seed}
+
+
+# --------------------------------------------------------------------------------------------
+# The files on disk and their originals
+
+
+@dataclass
+class Tree:
+    """Originals of the files the fix step rewrote (real path -> text); reverting writes them back."""
+
+    originals: dict[str, str] = field(default_factory=dict)
+
+    def current(self, path: str) -> str:
+        from dynalint.engine import read_source
+        from pathlib import Path
+
+        return read_source(Path(path))
+
+    def original(self, path: str) -> str:
+        return self.originals[path] if path in self.originals else self.current(path)
+
+    def changed(self) -> list[str]:
+        return sorted(p for p, text in self.originals.items() if self.current(p) != text)
+
+    def revert(self, path: str) -> None:
+        from pathlib import Path
+
+        from dynalint.fixes.apply import read_raw, write_atomic
+
+        target = Path(path)
+        write_atomic(target, self.originals[path], read_raw(target))
+
+
+# --------------------------------------------------------------------------------------------
+# Running measurements, one per device at a time
+
+
+def run_model_job(measure: Callable, specs: list[Optional[dict]], timeout: float) -> list[Optional[dict]]:
+    """Run specs in order on one device; stop after a failed one (later runs compare against it)."""
+    results: list[Optional[dict]] = []
+    for spec in specs:
+        if spec is None:
+            results.append(None)
+            continue
+        result = measure(spec, timeout=timeout)
+        results.append(result)
+        if result.get("error"):
+            results += [None] * (len(specs) - len(results))
+            break
+    return results
+
+
+def visible_gpus(device: str) -> list[str]:
+    """GPU ids to spread models over (empty: run sequentially). Asks nvidia-smi, never torch."""
+    if device == "cpu":
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g.strip() for g in visible.split(",") if g.strip() and g.strip() != "-1"]
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [str(i) for i, line in enumerate(out.stdout.splitlines()) if line.startswith("GPU ")]
+
+
+_worker_gpu: Optional[str] = None
+
+
+def _bind_gpu(queue) -> None:
+    """Pool initializer: this worker (and the children it starts) sees one GPU only."""
+    global _worker_gpu
+    _worker_gpu = queue.get()
+    os.environ["CUDA_VISIBLE_DEVICES"] = _worker_gpu
+
+
+def _pool_job(specs: list[Optional[dict]], timeout: float) -> tuple[Optional[str], list[Optional[dict]]]:
+    from dynalint.verify.runner import measure
+
+    return _worker_gpu, run_model_job(measure, specs, timeout)
+
+
+class Measurer:
+    """Runs jobs (lists of specs) and yields (index, results, gpu) as they finish."""
+
+    def __init__(self, measure: Optional[Callable] = None, gpus: list[str] = (), timeout: float = 600.0):
+        self.measure = measure
+        self.gpus = list(gpus)
+        self.timeout = timeout
+
+    def run(self, jobs: list[list[Optional[dict]]]):
+        if self.measure is not None or len(self.gpus) <= 1 or len(jobs) <= 1:
+            measure = self.measure or _default_measure()
+            for i, job in enumerate(jobs):
+                yield i, run_model_job(measure, job, self.timeout), None
+            return
+        yield from self._run_pool(jobs)
+
+    def _run_pool(self, jobs):
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        queue = ctx.Queue()
+        workers = min(len(self.gpus), len(jobs))
+        for gpu in self.gpus[:workers]:
+            queue.put(gpu)
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_bind_gpu,
+                                    initargs=(queue,)) as pool:
+            futures = {pool.submit(_pool_job, job, self.timeout): i for i, job in enumerate(jobs)}
+            for future in cf.as_completed(futures):
+                gpu, results = future.result()
+                yield futures[future], results, gpu
+
+
+def _default_measure() -> Callable:
+    from dynalint.verify.runner import measure
+
+    return measure
+
+
+# --------------------------------------------------------------------------------------------
+# Judging
+
+
+def revert_reason(before: dict, after: Optional[dict]) -> Optional[str]:
+    """Why the fixed code is worse than the original on this model (None: it is not)."""
+    if after is None:
+        return None
+    if after.get("error"):
+        return f"the fixed code fails: {after['error']}"
+    if after.get("outputs_match") is False:
+        diff = after.get("max_abs_diff")
+        detail = f"max abs diff {diff:.3g}" if isinstance(diff, (int, float)) else (after.get("outputs_mismatch") or "")
+        return f"outputs differ ({detail})" if detail else "outputs differ"
+    if after.get("graph_count", 0) > before.get("graph_count", 0):
+        return f"more graphs ({before.get('graph_count')} before, {after.get('graph_count')} after)"
+    if after.get("graph_break_count", 0) > before.get("graph_break_count", 0):
+        return f"more graph breaks ({before.get('graph_break_count')} before, {after.get('graph_break_count')} after)"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# One model through the run
+
+
+@dataclass
+class ModelRun:
+    entry: ModelEntry
+    models_source: str  # MODELS.py without the other models' functions (see source_for)
+    before: Optional[dict] = None
+    after: Optional[dict] = None
+    deps: list[str] = field(default_factory=list)  # files it loads (known once 'before' ran)
+    region: list[str] = field(default_factory=list)  # files of its compile region
+    before_key: str = ""
+    after_key: str = ""
+    reused: bool = False  # measurements taken from the state of an earlier run
+    same_code: bool = False  # none of its files changed: after is before
+    reverted: list[dict] = field(default_factory=list)  # [{file, reason}] reverted because of this model
+    trials: list[dict] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def broken(self) -> bool:
+        """The original code could not be measured: nothing to compare with."""
+        return self.before is None or bool(self.before.get("error"))
+
+    def failure(self) -> Optional[str]:
+        return None if self.broken else revert_reason(self.before, self.after)
+
+    def status(self) -> str:
+        if self.broken:
+            return "error"
+        if self.failure():
+            return "failed"
+        return "unchanged" if self.same_code else "verified"
+
+
+@dataclass
+class RevertDecision:
+    file: str
+    reason: str
+    models: list[str]
+
+
+class ModelVerifier:
+    """Measure models before/after, revert fixes that hurt, re-measure what the reverts touched."""
+
+    def __init__(self, tree: Tree, code: CodeMap, state: MigrationState, options: MeasureOptions,
+                 models_path: str, sys_path: list[str], measurer: Measurer,
+                 progress: Callable[[str], None] = lambda _: None):
+        self.tree = tree
+        self.code = code
+        self.state = state
+        self.options = options
+        self.models_path = real(models_path)
+        self.sys_path = sys_path
+        self.measurer = measurer
+        self.progress = progress
+        self.decisions: list[RevertDecision] = []
+
+    # -- specs ---------------------------------------------------------------------------------
+    def _spec(self, entry: ModelEntry, **extra) -> dict:
+        return {
+            "sys_path": self.sys_path, "target": f"{self.models_path}::{entry.function}",
+            "device": self.options.device, "backend": self.options.backend, "repeat": self.options.repeat,
+            "warmup": self.options.warmup, "timing": self.options.timing, "seed": self.options.seed,
+            "trace": False, **extra,
+        }
+
+    def _overrides(self, keep_fixed: tuple[str, ...] = ()) -> Optional[dict]:
+        texts = {p: self.tree.originals[p] for p in self.tree.changed() if p not in keep_fixed}
+        return texts or None
+
+    def before_spec(self, run: ModelRun) -> dict:
+        folder = self.state.reference_dir(run.name)
+        shutil.rmtree(folder, ignore_errors=True)
+        return self._spec(run.entry, source_override=self._overrides(), save_dir=str(folder))
+
+    def after_spec(self, run: ModelRun) -> dict:
+        return self._spec(run.entry, reference_dir=str(self.state.reference_dir(run.name)), time_eager=False)
+
+    def trial_spec(self, run: ModelRun, only: str) -> dict:
+        return self._spec(run.entry, timing=False, reference_dir=str(self.state.reference_dir(run.name)),
+                          source_override=self._overrides(keep_fixed=(only,)))
+
+    # -- what a model depends on, and keys over it -----------------------------------------------
+    def _learn_from_before(self, run: ModelRun) -> None:
+        """Its files, from what the 'before' child reported: class files, their imports, its region."""
+        if run.broken:
+            return
+        classes = run.before.get("module_classes") or ()
+        measured = [p for p in _measured_files(run.before) if real(p) != self.models_path]
+        run.region = self.code.region(classes, measured)
+        run.deps = sorted(set(self.code.loads([c["file"] for c in classes] + measured)) | set(run.region))
+
+    def _key(self, run: ModelRun, deps: list[str], texts: Callable[[str], str]) -> str:
+        return key_of({"options": self.options.key(), "target": run.entry.function, "models": self.models_path,
+                       "models_source": text_hash(run.models_source),
+                       "files": {p: text_hash(texts(p)) for p in deps}})
+
+    def _set_keys(self, run: ModelRun) -> None:
+        run.before_key = self._key(run, run.deps, self.tree.original)
+        run.after_key = self._key(run, run.deps, self.tree.current)
+        run.same_code = not run.broken and run.after_key == run.before_key
+
+    def _reuse(self, run: ModelRun) -> None:
+        """Take 'before' (and 'after') from the state when the model's files are unchanged since."""
+        record = self.state.models.get(run.name) or {}
+        before = record.get("before")
+        if run.before is not None or not before or before.get("error") or not self.state.reference_dir(run.name).is_dir():
+            return
+        if self._key(run, record.get("deps", []), self.tree.original) != record.get("before_key"):
+            return
+        run.before, run.deps, run.region, run.reused = before, record["deps"], record.get("region", []), True
+        self._set_keys(run)
+        if not run.same_code and record.get("after") and record.get("after_key") == run.after_key:
+            run.after = record["after"]
+
+    def _remember(self, run: ModelRun) -> None:
+        self.state.models[run.name] = {
+            "deps": run.deps, "region": run.region, "before_key": run.before_key, "before": run.before,
+            "after_key": run.after_key if run.after is not None else None, "after": run.after,
+        }
+        self.state.save()
+
+    # -- the run -------------------------------------------------------------------------------
+    def _needs(self, run: ModelRun) -> tuple[bool, bool]:
+        """(needs before, needs after) once the state and this run's earlier rounds are used."""
+        self._reuse(run)
+        if run.before is not None and not run.broken:
+            self._set_keys(run)
+            if run.same_code:
+                run.after = _same_as(run.before)
+        nothing_changed = not self.tree.changed()
+        if run.before is None:
+            return True, not nothing_changed
+        return False, run.after is None and not run.broken
+
+    def measure(self, runs: list[ModelRun], label: str) -> None:
+        jobs, owners = [], []
+        for run in runs:
+            needs_before, needs_after = self._needs(run)
+            if needs_before or needs_after:
+                jobs.append([self.before_spec(run) if needs_before else None,
+                             self.after_spec(run) if needs_after else None])
+                owners.append(run)
+                continue
+            why = "none of its files was fixed" if run.same_code else "its files are unchanged since it was verified"
+            self.progress(f"  {run.name}: measured already ({why}): {describe_run(run)}")
+            self._remember(run)
+        if jobs:
+            children = sum(1 for job in jobs for spec in job if spec)
+            self.progress(f"{label}: {len(jobs)} model{'s' if len(jobs) != 1 else ''}, {children} child processes")
+        for index, (before, after), gpu in self.measurer.run(jobs):
+            run = owners[index]
+            if before is not None:
+                run.before = before
+                self._learn_from_before(run)
+            if after is not None:
+                run.after = after
+            if not run.broken:
+                self._set_keys(run)
+                if run.after is None and run.same_code:
+                    run.after = _same_as(run.before)
+            self._remember(run)
+            self.progress(f"  {run.name}{f' (GPU {gpu})' if gpu else ''}: {describe_run(run)}")
+
+    def run(self, entries: list[ModelEntry]) -> list[ModelRun]:
+        from dynalint.migrate_models import source_for
+
+        text = self.tree.current(self.models_path)
+        runs = [ModelRun(e, source_for(text, e, entries)) for e in entries]
+        pending = runs
+        for round_no in range(1, MAX_ROUNDS + 1):
+            self.measure(pending, "verify" if round_no == 1 else f"verify again after reverts (round {round_no})")
+            failing = [r for r in pending if r.failure()]
+            if not failing:
+                break
+            reverted = self.revert_for(failing)
+            if not reverted:
+                break
+            pending = [r for r in runs if not r.broken and set(r.deps) & reverted]
+            for run in pending:
+                run.after = None
+        return runs
+
+    # -- blame and revert ----------------------------------------------------------------------
+    def _candidates(self, run: ModelRun, changed: list[str]) -> list[str]:
+        """Rewritten files to blame: in the model's compile region, else anything it loads, else all."""
+        return [p for p in changed if p in run.region] or [p for p in changed if p in run.deps] or list(changed)
+
+    def _isolate(self, run: ModelRun, candidates: list[str]) -> list[str]:
+        """Try each file's fixes alone (the other files original); -> the files bad on their own."""
+        self.progress(f"  {run.name}: trying the fixes of {len(candidates)} files one at a time")
+        jobs = [[self.trial_spec(run, only)] for only in candidates]
+        bad = []
+        for index, (result,), _ in self.measurer.run(jobs):
+            reason = revert_reason(run.before, result)
+            run.trials.append({"file": self.code.display(candidates[index]), "problem": reason})
+            if reason:
+                bad.append(candidates[index])
+        return sorted(bad) or candidates
+
+    def revert_for(self, failing: list[ModelRun]) -> set[str]:
+        changed = self.tree.changed()
+        blame: dict[str, list[tuple[str, str]]] = {}
+        for run in failing:
+            candidates = self._candidates(run, changed)
+            if not candidates or set(candidates) & set(blame):
+                continue  # a file blamed for another model may explain this one too: measure it again first
+            reason = run.failure()
+            culprits = candidates if len(candidates) == 1 else self._isolate(run, candidates)
+            for path in culprits:
+                blame.setdefault(path, []).append((run.name, reason))
+                run.reverted.append({"file": self.code.display(path), "reason": reason})
+        for path, why in blame.items():
+            self.tree.revert(path)
+            reason = "; ".join(f"{model}: {text}" for model, text in why)
+            self.decisions.append(RevertDecision(path, reason, [m for m, _ in why]))
+            fixes = (self.state.files.pop(path, None) or {}).get("fixed_findings", [])
+            self.state.reverted[path] = {"original_hash": text_hash(self.tree.originals[path]), "reason": reason,
+                                         "models": [m for m, _ in why], "fixes": fixes}
+            self.progress(f"  reverted the fixes in {self.code.display(path)}: {reason}")
+        self.state.save()
+        return set(blame)
+
+
+def _measured_files(result: dict) -> list[str]:
+    """Files the child named: the target's and its module classes', and where Dynamo broke."""
+    files = list(result.get("model_files") or [])
+    files += [b["filename"] for b in result.get("break_reasons") or () if b.get("filename")]
+    return files
+
+
+def _same_as(before: dict) -> dict:
+    """The 'after' of a model none of whose files changed: the same code, so the same numbers."""
+    after = dict(before)
+    after.update(outputs_match=True, max_abs_diff=0.0, same_code=True)
+    return after
+
+
+def describe_run(run: ModelRun) -> str:
+    before, after = run.before or {}, run.after or {}
+    if before.get("error"):
+        return f"cannot run the original: {before['error']}"
+    if after.get("error"):
+        return f"graphs {before.get('graph_count')}; the fixed code fails: {after['error']}"
+    parts = [f"graphs {before.get('graph_count')} -> {after.get('graph_count')}"]
+    if after.get("outputs_match") is not None:
+        parts.append("outputs match" if after["outputs_match"] else "OUTPUTS DIFFER")
+    eager = (before.get("timing") or {}).get("eager_ms")
+    compiled = [(r.get("timing") or {}).get("compiled_ms") for r in (before, after)]
+    if eager is not None and None not in compiled:
+        parts.append(f"eager {eager:.3g} ms, compiled {compiled[0]:.3g} -> {compiled[1]:.3g} ms")
+    return ", ".join(parts)

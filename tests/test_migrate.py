@@ -1,0 +1,371 @@
+"""`dynalint migrate` without torch: MODELS.py, the git safety net, fixing, blaming and reverting
+fixes, resuming, and the report. Measurements come from FakeMeasure, which derives graphs, breaks
+and outputs from the source texts a real child would import (disk, or `source_override`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dynalint.cli import main
+from dynalint.migrate import EXIT_CLEAN, EXIT_ERROR, EXIT_WORK_LEFT, MigrateError, MigrateOptions, run_migration
+from dynalint.migrate_models import ModelsFileError, read_models
+
+PACKAGE = {
+    "pkg/__init__.py": "",
+    "pkg/helpers.py": """
+        def scale(x):
+            print("scaling", x.shape)
+            return x * 2
+        """,
+    "pkg/net.py": """
+        import logging
+
+        import torch
+        from torch import nn
+
+        from .helpers import scale
+
+        logger = logging.getLogger(__name__)
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                logger.info("forward %s", x.shape)
+                return scale(x) + 1
+        """,
+    "MODELS.py": """
+        from pkg.net import Net
+
+
+        def dynalint_net():
+            return Net(), (None,)
+
+
+        def dynalint_other():
+            return Net(), (None,)
+        """,
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+
+
+def git(root: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True, env=env).stdout
+
+
+def make_repo(root: Path, files: dict[str, str] = PACKAGE) -> Path:
+    write_tree(root, files)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+class FakeMeasure:
+    """Graphs = 1 + unguarded print/logger lines (+5 per `EXTRA_GRAPHS`); outputs = the `return` lines;
+    `RAISE` anywhere makes the model fail. Records every spec it was given."""
+
+    BREAK = re.compile(r"^\s*(print|logger\.\w+)\(")
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.specs: list[dict] = []
+
+    def texts(self, spec: dict) -> dict[str, str]:
+        overrides = {os.path.realpath(p): t for p, t in (spec.get("source_override") or {}).items()}
+        out = {}
+        for path in sorted((self.root / "pkg").glob("*.py")):
+            real = os.path.realpath(path)
+            out[real] = overrides.get(real, path.read_text(encoding="utf-8"))
+        return out
+
+    def breaks(self, texts: dict[str, str]) -> list[dict]:
+        found = []
+        for path, text in texts.items():
+            lines = text.splitlines()
+            for i, line in enumerate(lines):
+                guarded = i > 0 and "is_compiling" in lines[i - 1]
+                if self.BREAK.match(line) and not guarded:
+                    found.append({"reason": "Failed to trace builtin operator", "filename": path, "lineno": i + 1})
+        return found
+
+    def __call__(self, spec: dict, timeout: float = 600) -> dict:
+        self.specs.append(spec)
+        texts = self.texts(spec)
+        if any("RAISE" in t for t in texts.values()):
+            return {"error": "RuntimeError: boom", "error_kind": "forward"}
+        breaks = self.breaks(texts)
+        extra = 5 * sum(t.count("EXTRA_GRAPHS") for t in texts.values())
+        outputs = "\n".join(line.strip() for t in texts.values() for line in t.splitlines() if "return" in line)
+        result = {
+            "error": None, "torch": "fake", "device": "cpu", "device_name": "cpu",
+            "graph_count": 1 + len(breaks) + extra, "graph_break_count": len(breaks) + extra,
+            "break_reasons": breaks,
+            "module_classes": [{"qualname": "Net", "file": os.path.realpath(self.root / "pkg/net.py")}],
+            "model_files": [os.path.realpath(self.root / "MODELS.py"), os.path.realpath(self.root / "pkg/net.py")],
+        }
+        if spec.get("timing", True):
+            result["timing"] = {"eager_ms": 4.0, "compiled_ms": 1.0 + len(breaks) + extra, "compile_s": 0.5}
+        if spec.get("save_dir"):
+            os.makedirs(spec["save_dir"], exist_ok=True)
+            Path(spec["save_dir"], "outputs.txt").write_text(outputs)
+        if spec.get("reference_dir"):
+            result["outputs_match"] = Path(spec["reference_dir"], "outputs.txt").read_text() == outputs
+            result["max_abs_diff"] = 0.0 if result["outputs_match"] else 1.0
+        return result
+
+
+def options(root: Path, **kw) -> MigrateOptions:
+    return MigrateOptions(path=root / "pkg", models=root / "MODELS.py", report_dir=root / "report", **kw)
+
+
+def corrupting_fixer(monkeypatch, edit):
+    """Wrap fix_paths: after the real fixes, apply `edit(path, text) -> text` to every written file."""
+    import dynalint.fixes.apply as apply
+
+    real_fix_paths = apply.fix_paths
+
+    def fix_paths(files, *args, **kwargs):
+        outcome = real_fix_paths(files, *args, **kwargs)
+        for f in files:
+            if f.display in outcome.written:
+                f.path.write_text(edit(f.path.name, f.path.read_text(encoding="utf-8")), encoding="utf-8")
+        return outcome
+
+    monkeypatch.setattr(apply, "fix_paths", fix_paths)
+
+
+def separate_stderr_runner() -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False)  # click 8.1
+    except TypeError:
+        return CliRunner()  # click 8.2 keeps stderr apart by itself
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return make_repo(tmp_path)
+
+
+def report(root: Path) -> dict:
+    return json.loads((root / "report" / "report.json").read_text())
+
+
+# --------------------------------------------------------------------------------------------
+# MODELS.py
+
+
+def test_models_dict_and_prefixed_functions(tmp_path):
+    path = tmp_path / "MODELS.py"
+    path.write_text(textwrap.dedent("""
+        from mypkg import build_big as big
+        def small(): ...
+        def dynalint_tiny(): ...
+        MODELS = {"small": small, "big": big}
+    """))
+    entries = read_models(path)
+    assert [(e.name, e.function) for e in entries] == [("small", "small"), ("big", "big"), ("tiny", "dynalint_tiny")]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("x = 1\n", "names no models"),
+    ("MODELS = [f]\n", "must be a dict literal"),
+    ("def f(): ...\nMODELS = {'a': lambda: f()}\n", "must name a function"),
+    ("MODELS = {'a': missing}\n", "does not define"),
+    ("def (:\n", "syntax error"),
+])
+def test_models_file_errors(tmp_path, text, message):
+    path = tmp_path / "MODELS.py"
+    path.write_text(text)
+    with pytest.raises(ModelsFileError, match=re.escape(message)):
+        read_models(path)
+
+
+# --------------------------------------------------------------------------------------------
+# The git safety net
+
+
+def test_dirty_tree_is_refused_and_left_alone(repo):
+    helpers = repo / "pkg/helpers.py"
+    helpers.write_text(helpers.read_text() + "# local edit\n")
+    result = CliRunner().invoke(main, ["migrate", "pkg", "--models", "MODELS.py", "--report", "report"])
+    assert result.exit_code == EXIT_ERROR
+    assert "uncommitted changes" in result.output and "pkg/helpers.py" in result.output
+    assert helpers.read_text().endswith("# local edit\n")
+    assert "is_compiling" not in (repo / "pkg/net.py").read_text()
+    assert not (repo / "report").exists()
+
+
+def test_untracked_python_file_is_dirt_but_other_files_are_not(repo):
+    (repo / "pkg/notes.txt").write_text("todo\n")
+    with pytest.raises(MigrateError, match="pkg/new.py"):
+        (repo / "pkg/new.py").write_text("x = 1\n")
+        run_migration(options(repo), measure=FakeMeasure(repo))
+    (repo / "pkg/new.py").unlink()
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) in (EXIT_CLEAN, EXIT_WORK_LEFT)
+
+
+def test_outside_git_needs_allow_dirty(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_tree(tmp_path, PACKAGE)
+    with pytest.raises(MigrateError, match="not in a git repository"):
+        run_migration(options(tmp_path), measure=FakeMeasure(tmp_path))
+    assert run_migration(options(tmp_path, allow_dirty=True), measure=FakeMeasure(tmp_path)) == EXIT_CLEAN
+
+
+# --------------------------------------------------------------------------------------------
+# Fix, verify, report
+
+
+def test_fixes_verified_and_reported(repo):
+    fake = FakeMeasure(repo)
+    assert run_migration(options(repo), measure=fake) == EXIT_CLEAN
+    assert "is_compiling" in (repo / "pkg/net.py").read_text()
+    assert "is_compiling" in (repo / "pkg/helpers.py").read_text()
+    before = [s for s in fake.specs if s.get("save_dir")]
+    after = [s for s in fake.specs if s.get("reference_dir")]
+    assert len(before) == len(after) == 2  # two models, before and after each
+    # "before" sees the original texts through source_override, "after" the fixed files on disk.
+    assert all(len(s["source_override"]) == 2 for s in before) and not any(s.get("source_override") for s in after)
+
+    data = report(repo)
+    assert data["summary"]["findings_before"] == 2 and data["summary"]["findings_after"] == 0
+    assert {m["name"]: (m["before"]["graph_count"], m["after"]["graph_count"], m["status"]) for m in data["models"]} == {
+        "net": (3, 1, "verified"), "other": (3, 1, "verified")}
+    net = data["models"][0]
+    assert net["outputs_match"] is True and net["eager_ms"] == 4.0
+    assert net["compiled_before_ms"] == 3.0 and net["compiled_after_ms"] == 1.0 and net["fix_speedup"] == 3.0
+    assert [(r["code"], r["before"], r["fixed"], r["after"]) for r in data["rules"]] == [
+        ("DYN101", 1, 1, 0), ("DYN103", 1, 1, 0)]
+    statuses = {(row["file"], f["code"]): (f["status"], f["confirmed_by"]) for row in data["files"] for f in row["findings"]}
+    assert statuses == {("pkg/helpers.py", "DYN101"): ("fixed", ["net", "other"]),
+                        ("pkg/net.py", "DYN103"): ("fixed", ["net", "other"])}
+    md = (repo / "report/report.md").read_text()
+    assert "| net | verified | 3 | 1 |" in md and "| DYN101 | print-in-compiled-region | 1 | 1 | 0 | 0 |" in md
+    html = (repo / "report/report.html").read_text()
+    assert '<table id="models">' in html and '<table id="rules">' in html
+
+
+def test_fix_that_changes_outputs_is_reverted_alone(repo, monkeypatch):
+    """Both files are in the model's region; trying each fix alone blames helpers.py only."""
+    corrupting_fixer(monkeypatch, lambda name, text: text.replace("x * 2", "x * 3") if name == "helpers.py" else text)
+    fake = FakeMeasure(repo)
+    assert run_migration(options(repo), measure=fake) == EXIT_WORK_LEFT
+
+    assert (repo / "pkg/helpers.py").read_text() == textwrap.dedent(PACKAGE["pkg/helpers.py"]).lstrip("\n")
+    assert "is_compiling" in (repo / "pkg/net.py").read_text()
+    trials = [s for s in fake.specs if s.get("timing") is False]
+    assert len(trials) == 2  # one per candidate file, for the first failing model only
+    data = report(repo)
+    [revert] = data["reverts"]
+    assert revert["file"] == "pkg/helpers.py" and revert["models"] == ["net"]
+    assert "outputs differ" in revert["reason"] and [f["code"] for f in revert["fixes"]] == ["DYN101"]
+    # Both models were measured again with only net.py fixed, and pass.
+    assert {m["name"]: (m["status"], m["after"]["graph_count"]) for m in data["models"]} == {
+        "net": ("verified", 2), "other": ("verified", 2)}
+    [left] = data["needs_human"]
+    assert left["code"] == "DYN101" and left["why"].startswith("its fix was reverted: net: outputs differ")
+    assert left["url"].endswith("#dyn101")
+    assert "## Reverted fixes" in (repo / "report/report.md").read_text()
+
+
+def test_fix_that_adds_graphs_is_reverted(repo, monkeypatch):
+    corrupting_fixer(monkeypatch, lambda name, text: text + "# EXTRA_GRAPHS\n" if name == "net.py" else text)
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_WORK_LEFT
+    [revert] = report(repo)["reverts"]
+    assert revert["file"] == "pkg/net.py" and "more graphs (3 before, 6 after)" in revert["reason"]
+    assert "EXTRA_GRAPHS" not in (repo / "pkg/net.py").read_text()
+
+
+def test_fix_that_makes_the_model_fail_is_reverted(repo, monkeypatch):
+    corrupting_fixer(monkeypatch, lambda name, text: text + "# RAISE\n" if name == "helpers.py" else text)
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_WORK_LEFT
+    [revert] = report(repo)["reverts"]
+    assert revert["file"] == "pkg/helpers.py" and "the fixed code fails: RuntimeError: boom" in revert["reason"]
+
+
+def test_model_that_fails_before_is_an_error_not_a_revert(repo):
+    (repo / "pkg/net.py").write_text((repo / "pkg/net.py").read_text() + "# RAISE\n")
+    git(repo, "commit", "-qam", "broken")
+    fake = FakeMeasure(repo)
+    assert run_migration(options(repo), measure=fake) == EXIT_WORK_LEFT
+    data = report(repo)
+    assert {m["status"] for m in data["models"]} == {"error"} and not data["reverts"]
+    assert not any(s.get("reference_dir") for s in fake.specs)  # nothing to compare an after run with
+    assert "is_compiling" in (repo / "pkg/net.py").read_text()  # kept, though unverified
+
+
+# --------------------------------------------------------------------------------------------
+# Resume
+
+
+def test_second_run_skips_verified_models_and_accepts_its_own_changes(repo):
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_CLEAN
+    first = report(repo)
+    # The fixed files are uncommitted, but they are migrate's own changes: no --allow-dirty needed.
+    again = FakeMeasure(repo)
+    assert run_migration(options(repo), measure=again) == EXIT_CLEAN
+    assert again.specs == []
+    second = report(repo)
+    assert [m["before"]["graph_count"] for m in second["models"]] == [3, 3]
+    assert all(m["reused"] for m in second["models"])
+    assert second["rules"] == first["rules"]  # "before" is still the original code
+
+
+def test_resume_measures_only_what_changed(repo):
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_CLEAN
+    git(repo, "commit", "-qam", "migrated")
+    models = repo / "MODELS.py"
+    models.write_text(models.read_text() + "\n\ndef dynalint_third():\n    return None\n")
+    git(repo, "commit", "-qam", "third model")
+    again = FakeMeasure(repo)
+    assert run_migration(options(repo), measure=again) == EXIT_CLEAN
+    # The MODELS.py edit changes what every model loads? No: MODELS.py is outside PATH, so only the
+    # new model is measured, before and after (its files are fixed).
+    assert sorted(s["target"].rsplit("::", 1)[1] for s in again.specs) == ["dynalint_third", "dynalint_third"]
+
+
+def test_reverted_file_is_not_fixed_again(repo, monkeypatch):
+    corrupting_fixer(monkeypatch, lambda name, text: text.replace("x * 2", "x * 3") if name == "helpers.py" else text)
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_WORK_LEFT
+    again = FakeMeasure(repo)
+    assert run_migration(options(repo), measure=again) == EXIT_WORK_LEFT
+    assert again.specs == []
+    assert "x * 2" in (repo / "pkg/helpers.py").read_text()
+    assert [r["file"] for r in report(repo)["reverts"]] == ["pkg/helpers.py"]
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+
+
+def test_cli_progress_on_stderr_and_exit_code(repo, monkeypatch):
+    import dynalint.migrate as migrate
+
+    fake = FakeMeasure(repo)
+    real_run = migrate.run_migration
+    monkeypatch.setattr(migrate, "run_migration", lambda opts: real_run(opts, measure=fake))
+    result = separate_stderr_runner().invoke(
+        main, ["migrate", "pkg", "--models", "MODELS.py", "--report", "report", "--backend", "eager", "--repeat", "2"])
+    assert result.exit_code == EXIT_CLEAN, result.stderr
+    assert result.stdout == ""
+    for step in ("[1/5] lint: 3 files, 2 findings", "[2/5] fix: 2 findings fixed in 2 files", "[3/5] verify: 2 models",
+                 "net: graphs 3 -> 1, outputs match", "[4/5] lint again: 0 findings", "[5/5] report:"):
+        assert step in result.stderr
+    assert fake.specs[0]["backend"] == "eager" and fake.specs[0]["repeat"] == 2
