@@ -460,9 +460,9 @@ class DynalintServer(LanguageServer):  # type: ignore[misc,valid-type]
                     data={"uri": state.uri, "version": state.version},
                 )
             )
-        only = params.context.only
+        only = [_kind(k) for k in params.context.only or ()]
         if only:
-            actions = [a for a in actions if any(str(a.kind) == k or str(a.kind).startswith(f"{k}.") for k in only)]
+            actions = [a for a in actions if any(_kind(a.kind) == k or _kind(a.kind).startswith(f"{k}.") for k in only)]
         return actions
 
     def fix_all_edits(self, state: DocState) -> list:
@@ -515,6 +515,11 @@ class DynalintServer(LanguageServer):  # type: ignore[misc,valid-type]
         if not parts:
             return None
         return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)))
+
+
+def _kind(kind) -> str:
+    """A code action kind as its protocol string (lsprotocol gives enum members or plain strings)."""
+    return getattr(kind, "value", kind)
 
 
 def _contains(rng, pos) -> bool:

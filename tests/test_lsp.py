@@ -201,7 +201,9 @@ def test_fix_all_source_action_matches_fix_source(client, tmp_path):
     resolved = client.request("codeAction/resolve", action)
     assert apply_edits(MODEL, resolved["edit"]["changes"][uri]) == expected
     # `only` filters: asking for quick fixes leaves the source action out.
-    assert all(a["kind"] == "quickfix" for a in code_actions(client, uri, PRINT_LINE, only=["quickfix"]))
+    quick = code_actions(client, uri, PRINT_LINE, only=["quickfix"])
+    assert quick and all(a["kind"] == "quickfix" for a in quick)
+    assert code_actions(client, uri, PRINT_LINE, only=["refactor"]) == []
     assert client.shutdown() == 0
 
 

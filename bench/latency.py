@@ -1,0 +1,199 @@
+"""Latency of `dynalint check` on one big model file from a cold process (the on-save path).
+
+    python bench/latency.py                   # transformers' modeling_t5.py if installed, else a generated file
+    python bench/latency.py --file path.py --runs 20 --json out.json --budget 0.5
+
+Each run is a new process running the installed `dynalint` console script, as an editor's
+on-save hook or pre-commit starts it. Measured cases:
+  startup      `dynalint --version`: interpreter + click + the CLI module
+  check-cold   `dynalint check --no-cache FILE`: the file changed since the last run (the on-save case)
+  check-warm   `dynalint check FILE` with the cache already filled: the file did not change
+  stdin        `dynalint check --no-cache --stdin-filename FILE < FILE`: editor plugins
+The script also checks that the check path never imports torch (or numpy) and lists the
+third-party packages it does import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib.util import find_spec
+from pathlib import Path
+
+THIRD_PARTY_OK = {"click", "libcst", "pathspec", "yaml", "typing_extensions", "tomli"}
+
+
+def default_file() -> tuple[Path, str]:
+    """A ~1,500-line real model file: transformers' T5 when installed (found without importing
+    transformers), else a generated one so that the benchmark runs anywhere."""
+    spec = find_spec("transformers")
+    if spec is not None and spec.origin:
+        t5 = Path(spec.origin).parent / "models" / "t5" / "modeling_t5.py"
+        if t5.is_file():
+            return t5, "transformers/models/t5/modeling_t5.py"
+    path = Path(tempfile.mkdtemp(prefix="dynalint-latency-")) / "generated_model.py"
+    path.write_text(generated_model(1500))
+    return path, "generated_model.py (transformers not installed)"
+
+
+BLOCK = '''
+
+class Block{i}(nn.Module):
+    """Attention block {i}."""
+
+    def __init__(self, dim: int, heads: int = 8):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.scale = (dim // heads) ** -0.5
+
+    def forward(self, x, mask=None):
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm(x)).chunk(3, dim=-1)
+        q = q.view(b, n, self.heads, -1).transpose(1, 2)
+        k = k.view(b, n, self.heads, -1).transpose(1, 2)
+        v = v.view(b, n, self.heads, -1).transpose(1, 2)
+        attn = (q @ k.transpose(-2, -1)) * self.scale
+        if mask is not None:
+            attn = attn.masked_fill(mask[:, None, None, :] == 0, float("-inf"))
+        if x.size(1) > 512:
+            attn = attn.float()
+        attn = attn.softmax(dim=-1)
+        out = (attn @ v).transpose(1, 2).reshape(b, n, d)
+        print("block {i}", out.shape)
+        return x + self.proj(out)
+'''
+
+
+def generated_model(lines: int) -> str:
+    out = ['"""A generated model file for the latency benchmark."""\n', "import torch\n", "from torch import nn\n"]
+    i = 0
+    while sum(s.count("\n") for s in out) < lines:
+        out.append(BLOCK.replace("{i}", str(i)))
+        i += 1
+    return "".join(out)
+
+
+def dynalint_command() -> list[str]:
+    """The console script next to this interpreter (what `pip install` put on PATH), not a
+    version-manager shim, whose own start-up would be counted otherwise."""
+    script = Path(sys.executable).parent / ("dynalint.exe" if os.name == "nt" else "dynalint")
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from dynalint.cli import main; sys.exit(main())"]
+
+
+def time_runs(cmd: list[str], runs: int, cwd: Path, stdin_file: Path | None = None) -> list[float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNALINT_")}
+    times = []
+    for _ in range(runs):
+        stdin = open(stdin_file, "rb") if stdin_file else subprocess.DEVNULL
+        try:
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, cwd=cwd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+            times.append(time.perf_counter() - t0)
+        finally:
+            if stdin_file:
+                stdin.close()
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    return times
+
+
+IMPORT_PROBE = """
+import sys
+before = set(sys.modules)  # what site-packages' .pth hooks loaded before dynalint
+from dynalint.cli import main
+try:
+    main(["check", "--no-cache", sys.argv[1]])
+except SystemExit:
+    pass
+new = set(sys.modules) - before
+top = sorted({m.split(".")[0] for m in new} - set(sys.stdlib_module_names) - {"dynalint", "__main__"})
+print("TOP", ",".join(top))
+"""
+
+
+def imported_packages(target: Path, cwd: Path) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, str(target)], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+    line = [x for x in proc.stdout.splitlines() if x.startswith("TOP ")][-1]
+    return [m for m in line[4:].split(",") if m]
+
+
+def summarize(times: list[float]) -> dict:
+    return {
+        "min_s": round(min(times), 3),
+        "median_s": round(statistics.median(times), 3),
+        "max_s": round(max(times), 3),
+        "runs": len(times),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--file", type=Path, help="model file to lint (default: transformers' modeling_t5.py)")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--budget", type=float, help="exit 1 if check-cold's median is above this many seconds")
+    args = ap.parse_args()
+
+    target, label = (args.file.resolve(), str(args.file)) if args.file else default_file()
+    n_lines = target.read_text(encoding="utf-8").count("\n")
+    cmd = dynalint_command()
+    with tempfile.TemporaryDirectory(prefix="dynalint-latency-run-") as tmp:
+        work = Path(tmp)
+        # Lint a copy in an empty folder: no project config, cache or siblings in play.
+        copy = work / target.name
+        shutil.copy(target, copy)
+        cache = work / "cache"
+        time_runs([*cmd, "check", "--cache-dir", str(cache), copy.name], 1, work)  # fill the cache
+        cases = {
+            "startup": time_runs([*cmd, "--version"], args.runs, work),
+            "check-cold": time_runs([*cmd, "check", "--no-cache", copy.name], args.runs, work),
+            "check-warm": time_runs([*cmd, "check", "--cache-dir", str(cache), copy.name], args.runs, work),
+            "stdin": time_runs(
+                [*cmd, "check", "--no-cache", "--stdin-filename", copy.name], args.runs, work, stdin_file=copy
+            ),
+        }
+        packages = imported_packages(copy, work)
+
+    result = {
+        "file": label,
+        "lines": n_lines,
+        "command": " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)),
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpus",
+        "cases": {k: summarize(v) for k, v in cases.items()},
+        "third_party_imports": packages,
+        "torch_imported": "torch" in packages,
+    }
+    print(f"dynalint check latency: {label} ({n_lines} lines), {args.runs} cold processes each")
+    print(f"{'case':<12} {'min':>7} {'median':>7} {'max':>7}")
+    for name, s in result["cases"].items():
+        print(f"{name:<12} {s['min_s']:>6.3f}s {s['median_s']:>6.3f}s {s['max_s']:>6.3f}s")
+    print(f"third-party packages imported by `check`: {', '.join(packages) or 'none'}")
+    unexpected = sorted(set(packages) - THIRD_PARTY_OK)
+    if unexpected:
+        print(f"unexpected imports on the check path: {', '.join(unexpected)}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    over = args.budget is not None and result["cases"]["check-cold"]["median_s"] > args.budget
+    if over:
+        print(f"check-cold median {result['cases']['check-cold']['median_s']}s is over the {args.budget}s budget")
+    return 1 if over or result["torch_imported"] or unexpected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The `dynalint check` command line as editors, pre-commit and CI call it (real subprocesses)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dynalint.config import Config
+from dynalint.fixes.apply import fix_source
+
+MODEL = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def forward(self, x):
+            print(x)
+            if x.sum() > 0:
+                x = x * 2
+            return x
+    """
+)
+# Run the CLI in-process of a fresh interpreter, as the console script does.
+CLI = [sys.executable, "-c", "import sys; from dynalint.cli import main; sys.exit(main())"]
+
+
+def dynalint(*args: str, cwd: Path, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, *args], cwd=cwd, input=stdin, capture_output=True, timeout=timeout,
+        env={**_env(), "DYNALINT_NO_CACHE": "1"},
+    )
+
+
+def _env() -> dict:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("DYNALINT_")}
+
+
+def test_exit_codes(tmp_path):
+    (tmp_path / "m.py").write_text(MODEL)
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    assert dynalint("check", "clean.py", cwd=tmp_path).returncode == 0
+    assert dynalint("check", "m.py", cwd=tmp_path).returncode == 1
+    assert dynalint("check", "--exit-zero", "m.py", cwd=tmp_path).returncode == 0
+    bad = dynalint("check", "--no-such-option", cwd=tmp_path)
+    assert bad.returncode == 2 and b"No such option" in bad.stderr
+    assert dynalint("rule", "DYN999", cwd=tmp_path).returncode == 2
+
+
+def test_stdin_is_reported_under_the_given_name(tmp_path):
+    result = dynalint("check", "--output-format", "concise", "--stdin-filename", "pkg/model.py", cwd=tmp_path, stdin=MODEL.encode())
+    assert result.returncode == 1
+    lines = result.stdout.decode().splitlines()
+    assert lines[:2] == [
+        "pkg/model.py:7:9: DYN101 [*] `print()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`",
+        lines[1],
+    ]
+    assert lines[1].startswith("pkg/model.py:8:12: DYN120")
+    clean = dynalint("check", "--stdin-filename", "pkg/model.py", cwd=tmp_path, stdin=b"x = 1\n")
+    assert clean.returncode == 0 and b"All checks passed!" in clean.stdout
+
+
+def test_stdin_text_format_shows_the_source_line(tmp_path):
+    result = dynalint("check", "--stdin-filename", "model.py", cwd=tmp_path, stdin=MODEL.encode())
+    assert b"   7 |         print(x)\n" in result.stdout
+
+
+def test_stdin_fix_prints_the_fixed_source_and_leaves_the_rest_on_stderr(tmp_path):
+    expected = fix_source(MODEL, "model.py", Config()).text
+    result = dynalint("check", "--fix", "--stdin-filename", "model.py", cwd=tmp_path, stdin=MODEL.encode())
+    assert result.stdout.decode() == expected
+    remaining = [line for line in result.stderr.decode().splitlines() if ": DYN" in line]
+    if expected == MODEL:  # no autofix in this build: everything remains
+        assert len(remaining) == 2 and result.returncode == 1
+    else:
+        assert "DYN101" not in "".join(remaining)
+        assert result.returncode == (1 if remaining else 0)
+    assert not (tmp_path / "model.py").exists()  # stdin mode never writes files
+
+
+def test_stdin_fix_keeps_crlf_and_utf8(tmp_path):
+    source = MODEL.replace("print(x)", 'print("héllo", x)').replace("\n", "\r\n").encode("utf-8")
+    result = dynalint("check", "--fix", "--stdin-filename", "model.py", cwd=tmp_path, stdin=source)
+    out = result.stdout
+    assert out.count(b"\r\n") == out.count(b"\n") and "héllo".encode() in out
+    if b"is_compiling" not in out:
+        assert out == source
+
+
+def test_stdin_diff(tmp_path):
+    result = dynalint("check", "--diff", "--stdin-filename", "model.py", cwd=tmp_path, stdin=MODEL.encode())
+    expected = fix_source(MODEL, "model.py", Config())
+    assert result.stdout.decode() == expected.diff("model.py")
+    assert result.returncode == (1 if expected.changed else 0)
+
+
+def test_stdin_uses_the_config_nearest_the_given_name(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "pyproject.toml").write_text('[tool.dynalint]\nignore = ["DYN101"]\n')
+    result = dynalint("check", "--output-format", "concise", "--stdin-filename", "pkg/model.py", cwd=tmp_path, stdin=MODEL.encode())
+    assert [line.split()[1] for line in result.stdout.decode().splitlines() if ": DYN" in line] == ["DYN120"]
+
+
+def test_force_exclude_applies_to_named_files_and_stdin(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.dynalint]\nextend-exclude = ["third_party"]\n')
+    (tmp_path / "third_party").mkdir()
+    (tmp_path / "third_party" / "m.py").write_text(MODEL)
+    assert dynalint("check", "third_party/m.py", cwd=tmp_path).returncode == 1  # named: linted
+    skipped = dynalint("check", "--force-exclude", "third_party/m.py", cwd=tmp_path)
+    assert skipped.returncode == 0
+    piped = dynalint("check", "--force-exclude", "--stdin-filename", "third_party/m.py", cwd=tmp_path, stdin=MODEL.encode())
+    assert piped.returncode == 0 and piped.stdout == b""
+    echoed = dynalint(
+        "check", "--fix", "--force-exclude", "--stdin-filename", "third_party/m.py", cwd=tmp_path, stdin=MODEL.encode()
+    )
+    assert echoed.returncode == 0 and echoed.stdout == MODEL.encode()
+
+
+HEAVY = ("torch", "numpy", "pygls", "lsprotocol", "transformers", "matplotlib", "multiprocessing.pool")
+
+
+@pytest.mark.parametrize("extra", [[], ["--fix"], ["--output-format", "sarif"]])
+def test_check_never_imports_torch_or_heavy_modules(tmp_path, extra):
+    (tmp_path / "m.py").write_text(MODEL)
+    probe = textwrap.dedent(
+        f"""\
+        import sys
+        from dynalint.cli import main
+        try:
+            main(["check", "--no-cache", *{extra!r}, "m.py"])
+        except SystemExit as e:
+            code = e.code
+        heavy = sorted(m for m in {HEAVY!r} if m in sys.modules)
+        print("EXIT", code, "HEAVY", heavy)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, timeout=120, env=_env())
+    last = result.stdout.decode().strip().splitlines()[-1]
+    assert last.endswith("HEAVY []"), last
+    assert last.startswith(("EXIT 1", "EXIT 0")), result.stderr.decode()[-2000:]
