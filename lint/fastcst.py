@@ -1,0 +1,236 @@
+"""Fast read-only traversal of libcst trees, visiting exactly what libcst's own traversal visits.
+
+libcst's `node.visit(visitor)` and `node.children` rebuild every node they pass through
+(`_visit_and_replace_children` calls each node's constructor and validation), which made tree
+walking most of dynalint's run time. For read-only visitors that work is thrown away. This module
+learns, once per node class, the order in which libcst visits that class's fields (from the source
+of its `_visit_and_replace_children`) and then reads those fields directly. The order, the children and the
+visit/leave calls are the same as libcst's; tests/test_engine.py checks it node by node.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional
+
+import libcst as cst
+from libcst import MaybeSentinel
+
+_FIELD_ORDER: dict[type, tuple[str, ...]] = {}
+_SENTINEL = MaybeSentinel.DEFAULT
+# Nodes whose children can be statements (imports, assignments, definitions live only there).
+_STATEMENT_CONTAINERS = (
+    cst.Module,
+    cst.SimpleStatementLine,
+    cst.BaseCompoundStatement,
+    cst.BaseSuite,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Else,
+    cst.Finally,
+    cst.MatchCase,
+)
+
+
+def _fields_from_source(cls: type) -> Optional[tuple[str, ...]]:
+    """Field names in the order `cls._visit_and_replace_children` visits them, read from its
+    source: every `visit_*(self, "field", ...)` call, including the conditional ones."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        src = textwrap.dedent(inspect.getsource(cls._visit_and_replace_children))
+    except (OSError, TypeError):
+        return None
+    calls = [
+        n
+        for n in ast.walk(ast.parse(src))
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id.startswith("visit_")
+        and len(n.args) >= 2
+        and isinstance(n.args[1], ast.Constant)
+        and isinstance(n.args[1].value, str)
+    ]
+    calls.sort(key=lambda n: (n.lineno, n.col_offset))
+    return tuple(dict.fromkeys(n.args[1].value for n in calls))
+
+
+class _FieldRecorder(cst.CSTVisitor):
+    """Records which fields libcst visits on one node, in order, without descending."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        return None
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.fields.append(attribute)
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+
+def _learn(node: cst.CSTNode) -> tuple[str, ...]:
+    order = _fields_from_source(type(node))
+    if order is None:  # no source (frozen installs): record one traversal instead
+        recorder = _FieldRecorder()
+        node._visit_and_replace_children(recorder)
+        order = tuple(dict.fromkeys(recorder.fields))
+    _FIELD_ORDER[type(node)] = order
+    return order
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Same nodes, same order as `node.children`, without rebuilding `node`."""
+    order = _FIELD_ORDER.get(type(node))
+    if order is None:
+        order = _learn(node)
+    out: list[cst.CSTNode] = []
+    for name in order:
+        value = getattr(node, name)
+        if value is None or value is _SENTINEL:
+            continue
+        cls = value.__class__
+        if cls is tuple or cls is list:
+            out.extend(value)
+        else:
+            out.append(value)
+    return out
+
+
+def iter_nodes(root: cst.CSTNode):
+    """Every node under root, depth first (the order of the old `.children`-based walk)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(children(node))
+
+
+_HOOKS: dict[tuple[type, type, str], Optional[Callable]] = {}
+
+
+def hook(visitor_cls: type, node_cls: type, prefix: str) -> Optional[Callable]:
+    """`visit_<Node>` / `leave_<Node>` of a visitor class, looked up once per pair."""
+    key = (visitor_cls, node_cls, prefix)
+    try:
+        return _HOOKS[key]
+    except KeyError:
+        fn = getattr(visitor_cls, f"{prefix}_{node_cls.__name__}", None)
+        _HOOKS[key] = fn
+        return fn
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """`node.visit(visitor)` for a read-only CSTVisitor that defines no attribute hooks."""
+    if visitor.on_visit(node):
+        for child in children(node):
+            visit(child, visitor)
+    visitor.on_leave(node)
+
+
+class Positions(dict):
+    """libcst `PositionProvider` positions (node -> CodeRange), computed for some top-level
+    statements first; any other node makes it compute the whole module on first access."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__()
+        self.module = module
+        self.complete = False
+
+    def __missing__(self, node: cst.CSTNode):
+        if self.complete:
+            raise KeyError(node)
+        self.complete = True
+        self.update(_module_positions(self.module))
+        return self[node]
+
+
+def _provider():
+    from libcst.metadata import PositionProvider
+
+    provider = PositionProvider()
+    provider._computed = {}
+    return provider
+
+
+def _module_positions(module: cst.Module) -> dict:
+    """`MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)` without the
+    wrapper's overhead (it also walks and rebuilds the whole tree for batchable providers even
+    when there are none, then copies the result). Same generator, same `CodeRange` values."""
+    provider = _provider()
+    provider._gen_impl(module)
+    return provider._computed
+
+
+def positions(module: cst.Module, source: Optional[str] = None, within: Optional[set] = None) -> Positions:
+    """Positions of the nodes inside the top-level statements `within` (all when None).
+
+    A top-level statement starts at column 0 of some line; that line is found by locating the
+    statement's own code in `source` (the text the module was parsed from), and the statement is
+    then positioned exactly as the whole-module generator would, starting from that line. When
+    the code is not found exactly once, every statement is positioned instead.
+    """
+    out = Positions(module)
+    if within is None or source is None or not _positions_within(module, source, within, out):
+        out.complete = True
+        out.update(_module_positions(module))
+    return out
+
+
+def _positions_within(module: cst.Module, source: str, within: set, out: dict) -> bool:
+    from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+    provider = _provider()
+    cursor = 0
+    for stmt in module.body:
+        if stmt not in within:
+            continue
+        text = module.code_for_node(stmt)
+        start = source.find(text, cursor)
+        if start < 0 or source.find(text, start + 1) >= 0:
+            return False
+        if start and source[start - 1] not in "\r\n":
+            return False
+        state = PositionProvidingCodegenState(
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
+        )
+        state.line = _line_of(source, start)
+        stmt._codegen(state)
+        cursor = start + len(text)
+    out.update(provider._computed)
+    return True
+
+
+def _line_of(source: str, offset: int) -> int:
+    """1-based line at offset, counting line breaks as libcst does (\\r\\n, \\r, \\n)."""
+    head = source[:offset]
+    if "\r" not in head:
+        return head.count("\n") + 1
+    from libcst.metadata.position_provider import NEWLINE_RE
+
+    return len(NEWLINE_RE.findall(head)) + 1
+
+
+def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode]) -> Optional[set]:
+    """The top-level statements that contain the given function definitions (found through
+    statement bodies only, never through expressions); None if one of them is not found."""
+    wanted = {id(f) for f in functions}
+    found: set = set()
+    out: set = set()
+    for stmt in module.body:
+        stack = [stmt]
+        while stack:
+            node = stack.pop()
+            if id(node) in wanted:
+                found.add(id(node))
+                out.add(stmt)
+            if isinstance(node, _STATEMENT_CONTAINERS):
+                stack.extend(children(node))
+    return out if found == wanted else None
