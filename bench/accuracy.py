@@ -189,6 +189,29 @@ def run_model(name: str, builder, root: str) -> ModelRun:
     return run
 
 
+def save_runs(path: str, runs: list[ModelRun], root: str) -> None:
+    def rel(p):
+        return p[len(root):]
+
+    data = [
+        {"name": r.name, "error": r.error, "graph_count": r.graph_count, "seconds": r.seconds,
+         "executed": sorted([rel(f), l] for f, l in r.executed),
+         "breaks": [[rel(f), l, why] for f, l, why in r.breaks]}
+        for r in runs
+    ]
+    Path(path).write_text(json.dumps(data))
+
+
+def load_runs(path: str, root: str) -> list[ModelRun]:
+    runs = []
+    for d in json.loads(Path(path).read_text()):
+        runs.append(
+            ModelRun(d["name"], {(root + f, l) for f, l in d["executed"]},
+                     [(root + f, l, why) for f, l, why in d["breaks"]], d["graph_count"], d["error"], d["seconds"])
+        )
+    return runs
+
+
 def lint(files: list[str]):
     from dynalint.check import collect_files  # noqa: F401  (same discovery path as the CLI)
     from dynalint.config import Config
@@ -246,6 +269,11 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated model names")
     ap.add_argument("--json", help="write all results here")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument(
+        "--runs",
+        help="cache of the model runs (executed lines, break sites): reused when it exists, so the "
+        "linter can be re-scored without running the models again",
+    )
     args = ap.parse_args(argv)
 
     names = TRANSFORMERS_MODELS if args.suite == "transformers" else TIMM_MODELS
@@ -254,12 +282,16 @@ def main(argv=None) -> int:
     builder = build_transformers if args.suite == "transformers" else build_timm
     root = _library_root(args.suite)
 
-    runs = []
-    for name in names:
-        run = run_model(name, builder, root)
-        runs.append(run)
-        status = run.error or f"{run.graph_count} graphs, {len(run.breaks)} breaks, {len(run.executed)} lines"
-        print(f"  {name:<28} {run.seconds:6.1f}s  {status}", file=sys.stderr, flush=True)
+    runs = load_runs(args.runs, root) if args.runs and Path(args.runs).exists() else None
+    if runs is None:
+        runs = []
+        for name in names:
+            run = run_model(name, builder, root)
+            runs.append(run)
+            status = run.error or f"{run.graph_count} graphs, {len(run.breaks)} breaks, {len(run.executed)} lines"
+            print(f"  {name:<28} {run.seconds:6.1f}s  {status}", file=sys.stderr, flush=True)
+        if args.runs:
+            save_runs(args.runs, runs, root)
 
     ok = [r for r in runs if not r.error]
     files = sorted({f for r in ok for f, _ in r.executed} | {f for r in ok for f, _, _ in r.breaks})

@@ -185,9 +185,12 @@ class FileAnalyzer:
         self.logger_names: set[str] = set()
         self.tensor_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding tensors
         self.all_attrs: dict[str, set[str]] = {}  # class qualname -> attrs assigned in __init__
+        self.rnn_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding nn.LSTM/GRU/RNN
         self.compile_called_names: set[str] = set()
         # function qualname -> {parameter position or name: kind of the tensor passed there}
         self.param_hints: dict[str, dict] = {}
+        # The text `module` was parsed from, when known: lets positions and scans skip work.
+        self.source: Optional[str] = None
 
     # -- names ----------------------------------------------------------------------------
     def resolve(self, name: str) -> str:
@@ -332,6 +335,8 @@ class FileAnalyzer:
                             or (q.startswith("torch.") and not _torch_non_tensor(q) and not q.startswith("torch.nn."))
                         ):
                             tensor_attrs.add(attr)
+                        elif q in RNN_MODULES:
+                            self.rnn_attrs.setdefault(cls, set()).add(attr)
                         elif q is not None:
                             types = _submodule_types(value, self)
                             if types:
@@ -370,10 +375,19 @@ class FileAnalyzer:
     def add_finding(self, node: cst.CSTNode, code: str, message: str, scope: str, data: dict, fix) -> None:
         self.pending.append((node, code, message, data, fix, scope))
 
+    def _statements_with_findings(self) -> Optional[set]:
+        """Top-level statements holding the functions that reported (positions are only computed
+        there; other nodes are positioned on demand). None: position everything."""
+        scopes = {scope for *_, scope in self.pending}
+        functions = [fn for fn, prefix, _ in self.defs if f"{prefix}.{fn.name.value}" in scopes]
+        if not scopes <= {f"{prefix}.{fn.name.value}" for fn, prefix, _ in self.defs}:
+            return None
+        return fastcst.enclosing_statements(self.module, functions)
+
     def _resolve_positions(self) -> None:
         if not self.pending:
             return
-        positions = fastcst.positions(self.module)
+        positions = fastcst.positions(self.module, self.source, self._statements_with_findings())
         seen = set()
         for node, code, message, data, fix, scope in self.pending:
             pos = positions[node]
@@ -401,6 +415,9 @@ class FileAnalyzer:
                 )
             )
         self.summary.findings.sort(key=Finding.sort_key)
+
+
+RNN_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 
 
 def _torch_non_tensor(q: str) -> bool:
@@ -505,6 +522,7 @@ class FunctionContext(cst.CSTVisitor):
         self.is_forward = fn.name.value == "forward" and cls is not None
         self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
+        self.rnn_attrs = fa.rnn_attrs.get(cls, set()) if cls else set()
         self.class_info = fa.summary.classes.get(cls) if cls else None
         self.nested_defs: set[str] = set()
         # Ancestors of the node being checked, outermost first (statements included), so that a
@@ -1155,6 +1173,7 @@ def analyze_source(
         )
         return summary
     fa = FileAnalyzer(module, filename, module_name, is_package, options)
+    fa.source = source
     summary = fa.run()
     summary.noqa = parse_noqa(source)
     return summary

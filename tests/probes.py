@@ -67,7 +67,8 @@ def run_probe(example: Example) -> dict:
 
 def verdict(example: Example, result: dict) -> bool:
     if example.dynamo == BREAKS:
-        return len(result["break_reasons"]) >= 1
+        # A break reason, or no graph at all (Dynamo gave up on the whole frame: worse than a break).
+        return len(result["break_reasons"]) >= 1 or result["graph_count"] == 0
     if example.dynamo == CLEAN:
         return len(result["break_reasons"]) == 0 and result["graph_count"] == 1
     if example.dynamo == RECOMPILES:

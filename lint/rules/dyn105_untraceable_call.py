@@ -2,7 +2,8 @@
 
 ## What it does
 Finds calls into modules Dynamo skips: `time.time()`, `time.perf_counter()`, `time.monotonic()`,
-Python's `random.*`, `torch.get_rng_state()` / `torch.set_rng_state()`, `input()`, `open()`.
+Python's `random.*`, `torch.get_rng_state()` / `torch.set_rng_state()`, `input()`, `open()`, and
+calls of `nn.LSTM` / `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
 
 ## Why it breaks the graph
 These functions live in files Dynamo does not trace ("Attempted to call function marked as
@@ -54,6 +55,15 @@ class UntraceableCall(Rule):
     node_types = (cst.Call,)
 
     def check(self, node, ctx):
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and ctx.env.get(func.value.value) == "SELF"
+            and func.attr.value in ctx.rnn_attrs
+        ):
+            ctx.report(self, node, f"`self.{func.attr.value}` is an RNN module: Dynamo does not trace it and breaks the graph")
+            return
         q = ctx.call_name(node)
         if q is None:
             return
@@ -97,6 +107,27 @@ class UntraceableCall(Rule):
                 return y + state.float().mean()
             """,
             dynamo=BREAKS,
+        ),
+    )
+    invalid = invalid + (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+                    self.rnn = nn.LSTM(4, 4, batch_first=True)
+
+                def forward(self, x):
+                    y = self.proj(x)
+                    out, _ = self.rnn(y)  # expect: DYN105
+                    return self.proj(out)
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 3, 4),)",
         ),
     )
     valid = (
