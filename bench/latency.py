@@ -9,6 +9,7 @@ on-save hook or pre-commit starts it. Measured cases:
   check-cold   `dynalint check --no-cache FILE`: the file changed since the last run (the on-save case)
   check-warm   `dynalint check FILE` with the cache already filled: the file did not change
   stdin        `dynalint check --no-cache --stdin-filename FILE < FILE`: editor plugins
+  in-process   one `lint_source` call in a warm process: what `dynalint lsp` pays per edit
 The script also checks that the check path never imports torch (or numpy) and lists the
 third-party packages it does import.
 """
@@ -124,6 +125,25 @@ print("TOP", ",".join(top))
 """
 
 
+IN_PROCESS_PROBE = """
+import sys, time
+from dynalint.engine import lint_source
+text = open(sys.argv[1], encoding="utf-8").read()
+lint_source(text, sys.argv[1])  # imports and first-call caches
+for _ in range(int(sys.argv[2])):
+    t0 = time.perf_counter()
+    lint_source(text, sys.argv[1])
+    print("T", time.perf_counter() - t0)
+"""
+
+
+def in_process_times(target: Path, runs: int, cwd: Path) -> list[float]:
+    proc = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS_PROBE, str(target), str(runs)], cwd=cwd, capture_output=True, text=True
+    )
+    return [float(x[2:]) for x in proc.stdout.splitlines() if x.startswith("T ")]
+
+
 def imported_packages(target: Path, cwd: Path) -> list[str]:
     proc = subprocess.run(
         [sys.executable, "-c", IMPORT_PROBE, str(target)], cwd=cwd, capture_output=True, text=True, timeout=300
@@ -167,6 +187,7 @@ def main() -> int:
                 [*cmd, "check", "--no-cache", "--stdin-filename", copy.name], args.runs, work, stdin_file=copy
             ),
         }
+        cases["in-process"] = in_process_times(copy, args.runs, work)
         packages = imported_packages(copy, work)
 
     result = {
