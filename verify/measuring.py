@@ -72,6 +72,7 @@ class LineRecorder:
     def _start_monitoring(self) -> None:
         mon = sys.monitoring
         mon.use_tool_id(self._tool, "dynalint-verify")
+        mon.restart_events()  # lines DISABLEd by an earlier recorder count again
         cache: dict[str, Optional[set[int]]] = {}
 
         def on_line(code, line):
@@ -98,8 +99,7 @@ class LineRecorder:
                 hits.add(frame.f_lineno)
             return local
 
-        hits.add(frame.f_lineno)
-        return local
+        return local  # the "call" event's line is the `def`, not a line that ran
 
     def as_json(self) -> dict[str, list[int]]:
         return {f: sorted(lines) for f, lines in self.lines.items()}

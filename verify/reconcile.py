@@ -11,6 +11,7 @@ Findings of rules that do not claim a graph break (recompile hints, host syncs) 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
@@ -23,12 +24,25 @@ CONFIRMED, NOT_REPRODUCED, NOT_REACHED, REACHED = "confirmed", "not_reproduced",
 
 
 def display_name(path: str) -> str:
-    """Relative to the current folder when under it, else absolute (as `check` prints)."""
+    """Relative to the current folder when under it (as `check` prints), else to the sys.path
+    folder holding it (`transformers/activations.py`), else absolute."""
+    rel = _relative_to(path, os.getcwd())
+    if rel is not None:
+        return rel
+    roots = sorted((os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)), key=len, reverse=True)
+    for root in roots:
+        rel = _relative_to(path, root)
+        if rel is not None:
+            return rel
+    return path
+
+
+def _relative_to(path: str, root: str) -> Optional[str]:
     try:
-        rel = os.path.relpath(path)
+        rel = os.path.relpath(path, root)
     except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
+        return None
+    return None if rel.startswith("..") else rel
 
 
 @dataclass
@@ -37,7 +51,7 @@ class LintedFiles:
 
     files: list[SourceFile]
     texts: dict[str, str]  # real path -> text
-    by_display: dict[str, str]  # display -> real path
+    by_display: dict[str, str]  # display name (and real path) -> real path
     findings: list[Finding] = field(default_factory=list)  # every selected finding (all regions)
     live: set[str] = field(default_factory=set)  # functions reachable from the target
 
@@ -77,7 +91,9 @@ def lint_model(paths: list[str], config: Config, module_classes: list[dict], fun
 
     files, texts = source_files(paths, config)
     summaries = analyze_files(files, config, jobs=1)
-    linted = LintedFiles(files, texts, {f.display: str(f.path) for f in files})
+    # Findings name files by display name; those of the fixes stage by real path.
+    by_name = {**{f.display: str(f.path) for f in files}, **{str(f.path): str(f.path) for f in files}}
+    linted = LintedFiles(files, texts, by_name)
     linted.findings = select_findings(summaries, config)
 
     class TargetRegion(Project):

@@ -47,8 +47,17 @@ DEFAULT_TIMEOUT = 600.0
 _OUTPUT_TAIL = 4000
 
 
+# Like `python -m dynalint.verify.child`, except that dynalint is imported before the current
+# folder joins sys.path: run from a dynalint checkout, its `dynalint/` folder (which lacks the
+# `verify` subpackage, mapped from `verify/`) must not shadow the installed package.
+_CHILD_BOOT = (
+    "import sys; cwd = sys.path.pop(0) if sys.path and sys.path[0] == '' else None; "
+    "from dynalint.verify.child import main; cwd is None or sys.path.insert(0, cwd); sys.exit(main(sys.argv[1:]))"
+)
+
+
 def _child_command() -> list[str]:
-    return [sys.executable, "-m", "dynalint.verify.child"]
+    return [sys.executable, "-c", _CHILD_BOOT]
 
 
 def _child_env() -> dict[str, str]:
@@ -143,7 +152,9 @@ def fix_in_memory(linted, config, unsafe: bool) -> tuple[dict[str, str], list, l
     for sf in linted.files:
         path = str(sf.path)
         others = [f for f in linted.files if f is not sf]
-        result = fix_source(linted.texts[path], sf.display, config, unsafe=unsafe, context=others)
+        # Module names (and so cross-file regions) come from the name: it must lead to the file.
+        name = sf.display if os.path.realpath(sf.display) == path else path
+        result = fix_source(linted.texts[path], name, config, unsafe=unsafe, context=others)
         errors += result.errors
         remaining += result.remaining
         if result.changed:
@@ -220,7 +231,7 @@ def verify(
     Returns the report (the JSON shape `dynalint verify --output-format json` prints). Raises
     VerifyError for failures of the user's code (import, construction, inputs, forward, timeout).
     """
-    from dynalint.verify.reconcile import lint_model, reconcile
+    from dynalint.verify.reconcile import display_name, lint_model, reconcile
 
     spec = {
         "target": target, "inputs": inputs, "input_shape": input_shape, "second_inputs": second_inputs,
@@ -249,7 +260,8 @@ def verify(
         "dynamic": dynamic,
         "before": _graph_view(before, linted.findings, linted.by_display),
         "after": _graph_view(after or before, remaining if after else linted.findings, linted.by_display),
-        "fixes": [{"code": f.code, "filename": f.filename, "row": f.row, "message": f.fix.message} for f in fixed],
+        "fixes": [{"code": f.code, "filename": display_name(f.filename), "row": f.row, "message": f.fix.message}
+                  for f in fixed],
         "fix_errors": fix_errors,
         "findings": findings,
         "missed": missed,
