@@ -8,14 +8,16 @@ Steps (progress on stderr):
 4. lint PATH again: what is left needs a human;
 5. write report.md, report.html and report.json to --report (default dynalint-report/).
 
-Exit codes: 0 every model verified and nothing left to do, 1 findings remain, fixes were reverted
-or a model could not be verified, 2 usage error (dirty git tree, bad MODELS.py, no torch) or
-internal error. The CLI process never imports torch or the user's code.
+Exit codes: 0 every model verified and nothing left to do, 1 findings remain, fixes were reverted,
+Dynamo broke a graph where no rule reported anything, or a model could not be verified
+(--exit-zero: 0 then too), 2 usage error (dirty git tree, bad MODELS.py, no torch) or internal
+error. The CLI process never imports torch or the user's code.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -127,9 +129,19 @@ def lint(files, config) -> Linted:
 
 
 def collect(opts: MigrateOptions, config) -> list:
+    """PATH's Python files, named relative to the current folder, or to PATH's import root when
+    PATH lies outside it (so the report says `toynet/ops.py`, not `/tmp/copy/toynet/ops.py`)."""
     from dynalint.check import CheckOptions, collect_files
+    from dynalint.engine import SourceFile
 
-    return collect_files(CheckOptions(paths=[opts.path]), config)
+    files = collect_files(CheckOptions(paths=[opts.path]), config)
+    cwd, root = Path.cwd().resolve(), import_root(opts.path)
+    base = cwd if _is_within(opts.path.resolve(), cwd) else root
+    return [SourceFile(f.path, os.path.relpath(f.path.resolve(), base), f.module, f.is_package, f.text) for f in files]
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def with_texts(files, texts: dict[str, str]) -> list:
@@ -277,9 +289,10 @@ def _with_models_file(code, files, summaries, models: Path, config):
 @click.option("--path", "sys_path", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder to put on sys.path for MODELS.py (repeatable).")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False), help="Config file to use.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings, reverts or failing models are left.")
 @click.help_option("-h", "--help")
 def migrate(path, models, unsafe_fixes, device, report_dir, allow_dirty, backend, repeat, warmup, no_timing, seed,
-            timeout, sys_path, config_file):
+            timeout, sys_path, config_file, exit_zero):
     """Migrate PATH to torch.compile: lint, fix, verify the fixes on the models of MODELS.py, report."""
     opts = MigrateOptions(path=path, models=models, report_dir=report_dir, unsafe_fixes=unsafe_fixes,
                           allow_dirty=allow_dirty, device=device, backend=backend, repeat=repeat, warmup=warmup,
@@ -290,4 +303,4 @@ def migrate(path, models, unsafe_fixes, device, report_dir, allow_dirty, backend
     except MigrateError as exc:
         click.echo(f"dynalint: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
-    sys.exit(code)
+    sys.exit(EXIT_CLEAN if exit_zero and code == EXIT_WORK_LEFT else code)

@@ -174,7 +174,7 @@ def _why_kept(f: dict) -> str:
     if f["status"] == REVERTED:
         return f"its fix was reverted: {f['reason']}"
     if f.get("fix") == "unsafe":
-        return "an unsafe fix is available: review it with `dynalint check --diff --unsafe-fixes`"
+        return "an unsafe fix is available: rerun with --unsafe-fixes (every fix applied is verified)"
     if f.get("fix") == "safe":
         return "a safe fix is available but was not applied (it overlapped another fix or did not parse)"
     return "no automatic fix for this case"

@@ -369,3 +369,14 @@ def test_cli_progress_on_stderr_and_exit_code(repo, monkeypatch):
                  "net: graphs 3 -> 1, outputs match", "[4/5] lint again: 0 findings", "[5/5] report:"):
         assert step in result.stderr
     assert fake.specs[0]["backend"] == "eager" and fake.specs[0]["repeat"] == 2
+
+
+def test_exit_zero_when_work_is_left(repo, monkeypatch):
+    import dynalint.migrate as migrate
+
+    corrupting_fixer(monkeypatch, lambda name, text: text + "# RAISE\n" if name == "helpers.py" else text)
+    real_run = migrate.run_migration
+    monkeypatch.setattr(migrate, "run_migration", lambda opts: real_run(opts, measure=FakeMeasure(repo)))
+    result = CliRunner().invoke(main, ["migrate", "pkg", "--models", "MODELS.py", "--report", "report", "--exit-zero"])
+    assert result.exit_code == EXIT_CLEAN, result.output
+    assert report(repo)["reverts"]
