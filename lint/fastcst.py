@@ -18,7 +18,7 @@ from libcst import MaybeSentinel
 _FIELD_ORDER: dict[type, tuple[str, ...]] = {}
 _SENTINEL = MaybeSentinel.DEFAULT
 # Nodes whose children can be statements (imports, assignments, definitions live only there).
-_STATEMENT_CONTAINERS = (
+STATEMENT_CONTAINERS = (
     cst.Module,
     cst.SimpleStatementLine,
     cst.BaseCompoundStatement,
@@ -104,35 +104,102 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
-def iter_nodes(root: cst.CSTNode):
-    """Every node under root, depth first (the order of the old `.children`-based walk)."""
+def iter_nodes(root: cst.CSTNode, descend: Optional[tuple] = None):
+    """Every node under root, depth first (the order of the old `.children`-based walk).
+    With `descend`, only the children of nodes of those types are entered."""
     stack = [root]
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(children(node))
+        if descend is None or isinstance(node, descend):
+            stack.extend(children(node))
 
+
+def _trivia_types() -> frozenset:
+    """Whitespace, comments, punctuation and operator nodes: they hold nothing but each other,
+    so a walk that looks for code can step over them (tests check this on real trees)."""
+    bases = (
+        cst.BaseParenthesizableWhitespace,
+        cst.Newline,
+        cst.EmptyLine,
+        cst.TrailingWhitespace,
+        cst.Comment,
+        cst.BaseBinaryOp,
+        cst.BaseBooleanOp,
+        cst.BaseCompOp,
+        cst.BaseUnaryOp,
+        cst.BaseAugOp,
+        cst.Comma,
+        cst.Dot,
+        cst.Colon,
+        cst.AssignEqual,
+        cst.Semicolon,
+        cst.ImportStar,
+        cst.Asynchronous,
+        cst.LeftParen,
+        cst.RightParen,
+        cst.LeftSquareBracket,
+        cst.RightSquareBracket,
+        cst.LeftCurlyBrace,
+        cst.RightCurlyBrace,
+    )
+    out = set()
+    stack = list(bases)
+    while stack:
+        cls = stack.pop()
+        out.add(cls)
+        stack.extend(cls.__subclasses__())
+    return frozenset(out)
+
+
+TRIVIA = _trivia_types()
 
 _HOOKS: dict[tuple[type, type, str], Optional[Callable]] = {}
 
 
 def hook(visitor_cls: type, node_cls: type, prefix: str) -> Optional[Callable]:
-    """`visit_<Node>` / `leave_<Node>` of a visitor class, looked up once per pair."""
+    """`visit_<Node>` / `leave_<Node>` of a visitor class, looked up once per pair; None when
+    the class only inherits libcst's empty default."""
     key = (visitor_cls, node_cls, prefix)
     try:
         return _HOOKS[key]
     except KeyError:
-        fn = getattr(visitor_cls, f"{prefix}_{node_cls.__name__}", None)
+        name = f"{prefix}_{node_cls.__name__}"
+        fn = getattr(visitor_cls, name, None)
+        if fn is not None and fn is getattr(cst.CSTVisitor, name, None):
+            fn = None
         _HOOKS[key] = fn
         return fn
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """`node.visit(visitor)` for a read-only CSTVisitor that defines no attribute hooks."""
+    cls = type(visitor)
+    if cls.on_visit is cst.CSTVisitor.on_visit and cls.on_leave is cst.CSTVisitor.on_leave:
+        _visit_hooks(node, visitor, cls, skippable(cls, ()))
+    else:
+        _visit_any(node, visitor)
+
+
+def _visit_any(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     if visitor.on_visit(node):
         for child in children(node):
-            visit(child, visitor)
+            _visit_any(child, visitor)
     visitor.on_leave(node)
+
+
+def _visit_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, cls: type, skip: frozenset) -> None:
+    """What libcst's default on_visit/on_leave do (call `visit_<Node>`, descend unless it
+    returned False, call `leave_<Node>`), stepping over trivia the visitor has no hooks for."""
+    node_cls = type(node)
+    visit_hook = hook(cls, node_cls, "visit")
+    if visit_hook is None or visit_hook(visitor, node) is not False:
+        for child in children(node):
+            if type(child) not in skip:
+                _visit_hooks(child, visitor, cls, skip)
+    leave_hook = hook(cls, node_cls, "leave")
+    if leave_hook is not None:
+        leave_hook(visitor, node)
 
 
 class Positions(dict):
@@ -231,6 +298,24 @@ def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode]) -
             if id(node) in wanted:
                 found.add(id(node))
                 out.add(stmt)
-            if isinstance(node, _STATEMENT_CONTAINERS):
+            if isinstance(node, STATEMENT_CONTAINERS):
                 stack.extend(children(node))
     return out if found == wanted else None
+
+
+_SKIPPABLE: dict[tuple, frozenset] = {}
+
+
+def skippable(visitor_cls: type, wanted_types) -> frozenset:
+    """Trivia types a walk with this visitor may step over: no hook of the visitor and none of
+    `wanted_types` (the node types rules asked for) names them."""
+    key = (visitor_cls, frozenset(wanted_types))
+    found = _SKIPPABLE.get(key)
+    if found is None:
+        found = frozenset(
+            t
+            for t in TRIVIA
+            if t not in key[1] and hook(visitor_cls, t, "visit") is None and hook(visitor_cls, t, "leave") is None
+        )
+        _SKIPPABLE[key] = found
+    return found
