@@ -10,6 +10,7 @@ on-save hook or pre-commit starts it. Measured cases:
   check-warm   `dynalint check FILE` with the cache already filled: the file did not change
   stdin        `dynalint check --no-cache --stdin-filename FILE < FILE`: editor plugins
   in-process   one `lint_source` call in a warm process: what `dynalint lsp` pays per edit
+`phases` splits one cold run into imports, libcst parse, analysis and cross-file selection.
 The script also checks that the check path never imports torch (or numpy) and lists the
 third-party packages it does import.
 """
@@ -144,6 +145,41 @@ def in_process_times(target: Path, runs: int, cwd: Path) -> list[float]:
     return [float(x[2:]) for x in proc.stdout.splitlines() if x.startswith("T ")]
 
 
+PHASES_PROBE = """
+import sys, time
+t0 = time.perf_counter()
+import click
+t1 = time.perf_counter()
+import libcst
+t2 = time.perf_counter()
+from dynalint.config import Config
+from dynalint.engine import select_findings
+from dynalint.lint.analyzer import analyze_source
+from dynalint.lint.rules import all_rules
+all_rules()
+t3 = time.perf_counter()
+text = open(sys.argv[1], encoding="utf-8").read()
+libcst.parse_module(text)
+t4 = time.perf_counter()
+summary = analyze_source(text, sys.argv[1], "model")
+t5 = time.perf_counter()
+select_findings([summary], Config())
+t6 = time.perf_counter()
+print("P", t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)
+"""
+PHASES = ("import click", "import libcst", "import dynalint", "parse", "analyze (incl. parse)", "select")
+
+
+def phase_times(target: Path, runs: int, cwd: Path) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {name: [] for name in PHASES}
+    for _ in range(runs):
+        proc = subprocess.run([sys.executable, "-c", PHASES_PROBE, str(target)], cwd=cwd, capture_output=True, text=True)
+        (line,) = [x for x in proc.stdout.splitlines() if x.startswith("P ")]
+        for name, value in zip(PHASES, line[2:].split()):
+            out[name].append(float(value))
+    return out
+
+
 def imported_packages(target: Path, cwd: Path) -> list[str]:
     proc = subprocess.run(
         [sys.executable, "-c", IMPORT_PROBE, str(target)], cwd=cwd, capture_output=True, text=True, timeout=300
@@ -188,6 +224,7 @@ def main() -> int:
             ),
         }
         cases["in-process"] = in_process_times(copy, args.runs, work)
+        phases = phase_times(copy, args.runs, work)
         packages = imported_packages(copy, work)
 
     result = {
@@ -197,6 +234,7 @@ def main() -> int:
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus",
         "cases": {k: summarize(v) for k, v in cases.items()},
+        "phases": {k: summarize(v) for k, v in phases.items()},
         "third_party_imports": packages,
         "torch_imported": "torch" in packages,
     }
@@ -204,6 +242,7 @@ def main() -> int:
     print(f"{'case':<12} {'min':>7} {'median':>7} {'max':>7}")
     for name, s in result["cases"].items():
         print(f"{name:<12} {s['min_s']:>6.3f}s {s['median_s']:>6.3f}s {s['max_s']:>6.3f}s")
+    print("phases of one cold run (median): " + ", ".join(f"{k} {v['median_s']:.3f}s" for k, v in result["phases"].items()))
     print(f"third-party packages imported by `check`: {', '.join(packages) or 'none'}")
     unexpected = sorted(set(packages) - THIRD_PARTY_OK)
     if unexpected:
