@@ -102,6 +102,7 @@ class Case:
 
 CASES = [
     Case("BadIf", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [64, 16]}),
+    Case("BadIf, unsafe fixes", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [64, 16], "unsafe_fixes": True}),
     Case("LogInsideForward", f"{FIXTURES}/log_inside_forward.py::LogInsideForward", {"input_shape": [64, 16]}),
     Case("PrintInForward", f"{FIXTURES}/print_in_forward.py::PrintInForward", {"input_shape": [64, 16]}),
     Case("ShapeBranch (dynamic)", f"{FIXTURES}/shape_branch.py::ShapeBranch",
@@ -118,7 +119,8 @@ def run_case(case: Case, device: str, repeat: int, unsafe: bool, timeout: float)
 
     opts = dict(case.options)
     try:
-        report = verify(case.target, device=device, repeat=repeat, unsafe_fixes=unsafe, timeout=timeout,
+        report = verify(case.target, device=device, repeat=repeat, timeout=timeout,
+                        unsafe_fixes=unsafe or bool(opts.get("unsafe_fixes")),
                         input_shape=opts.get("input_shape"), second_input_shape=opts.get("second_input_shape"),
                         dynamic=opts.get("dynamic"))
     except VerifyError as exc:
@@ -174,7 +176,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         report = run_case(case, args.device, args.repeat, args.unsafe_fixes, args.timeout)
         reports[case.name] = report
         rows.append(table_row(case, report))
-        print(f"# {case.name}: {time.perf_counter() - t0:.1f} s  `{case.cli()}`", flush=True)
+        print(f"# {case.name}: {time.perf_counter() - t0:.1f} s  `{case.cli()} --repeat {args.repeat}`", flush=True)
         print(rows[-1], flush=True)
         if args.json:
             with open(args.json, "w") as fh:

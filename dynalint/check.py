@@ -186,6 +186,8 @@ def run_check(opts: CheckOptions) -> int:
                 if outcome.errors:
                     for e in outcome.errors:
                         _error(e)
+                if not opts.quiet:
+                    _diff_summary(outcome, opts)
                 return EXIT_FINDINGS if outcome.diff_text else EXIT_CLEAN
             findings = outcome.remaining
             for e in outcome.errors:
@@ -221,10 +223,22 @@ def _summary(findings: list[Finding], opts: CheckOptions, outcome) -> None:
             lines.append(f"Found {n + fixed} error{'s' if n + fixed != 1 else ''} ({fixed} fixed, {n} remaining).")
         else:
             lines.append(f"Found {n} error{'s' if n != 1 else ''}.")
-        safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "safe")
+        # With --unsafe-fixes, `--fix` applies the unsafe ones too.
+        safe = sum(1 for f in findings if f.fix is not None and (f.fix.applicability == "safe" or opts.unsafe_fixes))
         unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe")
         if safe and not opts.fix:
             lines.append(f"[*] {safe} fixable with the `--fix` option.")
         if unsafe and not opts.unsafe_fixes:
             lines.append(f"{unsafe} more fix{'es' if unsafe != 1 else ''} available with `--fix --unsafe-fixes`.")
     click.echo("\n".join(lines), err=False)
+
+
+def _diff_summary(outcome, opts: CheckOptions) -> None:
+    """`--diff` writes the diff to stdout; the counts go to stderr (as ruff does)."""
+    n = len(outcome.fixed)
+    left = len(outcome.remaining)
+    more = 0 if opts.unsafe_fixes else sum(1 for f in outcome.remaining if f.fix is not None and f.fix.applicability == "unsafe")
+    line = f"Would fix {n} error{'s' if n != 1 else ''} ({left} remaining)."
+    if more:
+        line += f" {more} more fix{'es' if more != 1 else ''} available with `--unsafe-fixes`."
+    click.echo(line, err=True)

@@ -119,6 +119,7 @@ class Linted:
     files: list  # SourceFile
     summaries: list
     findings: list[Finding]
+    originals_on_disk: bool = True  # the linted texts are what the files hold now
 
 
 def lint(files, config) -> Linted:
@@ -202,10 +203,8 @@ def apply_fixes(files, current: Linted, config, state, unsafe: bool) -> FixStep:
 
 def run_migration(opts: MigrateOptions, measure: Optional[Callable] = None) -> int:
     """Run every step; `measure` replaces `dynalint.verify.runner.measure` (tests)."""
-    from dynalint.check import effective_config, CheckOptions
-    from dynalint.migrate_code import CodeMap, real
-    from dynalint.migrate_state import MigrationState, read_text
-    from dynalint.migrate_verify import Measurer, MeasureOptions, ModelVerifier, Tree, visible_gpus
+    from dynalint.check import CheckOptions, effective_config
+    from dynalint.migrate_state import MigrationState
 
     started = time.time()
     entries = _check_inputs(opts)
@@ -218,31 +217,9 @@ def run_migration(opts: MigrateOptions, measure: Optional[Callable] = None) -> i
     files = collect(opts, config)
     if not files:
         raise MigrateError(f"no Python files under {opts.path}")
-    originals = {real(f.path): state.original_of(real(f.path), read_text(f.path)) for f in files}
-    before = lint(with_texts(files, originals), config)
-    step(1, f"lint: {plural(len(files), 'file')}, {plural(len(before.findings), 'finding')}")
-
-    current = before if all(read_text(f.path) == originals[real(f.path)] for f in files) else lint(files, config)
-    fix = apply_fixes(files, current, config, state, opts.unsafe_fixes)
-    for error in fix.errors:
-        progress(f"  warning: {error}")
-    fixed_count = sum(len(v) for p, v in fix.fixed.items() if p in fix.originals)
-    step(2, f"fix: {plural(fixed_count, 'finding')} fixed in {plural(len(fix.originals), 'file')}"
-            + (f" ({plural(len(fix.skipped_reverted), 'file')} left alone: their fixes were reverted before)"
-               if fix.skipped_reverted else ""))
-
-    code = CodeMap.build(files, before.summaries)
-    if real(opts.models) not in code.module_of:  # MODELS.py outside PATH: still follow its imports
-        code = _with_models_file(code, files, before.summaries, opts.models, config)
-    options = MeasureOptions(opts.device, opts.backend, opts.repeat, opts.warmup, opts.timing, opts.seed, opts.timeout)
-    sys_path = [str(p.resolve()) for p in opts.sys_path] + [str(opts.models.resolve().parent), str(import_root(opts.path))]
-    tree = Tree(dict(fix.originals))
-    step(3, f"verify: {plural(len(entries), 'model')} on device {opts.device}")
-    verifier = ModelVerifier(tree, code, state, options, str(opts.models), list(dict.fromkeys(sys_path)),
-                             Measurer(measure, visible_gpus(opts.device) if measure is None else [], opts.timeout),
-                             progress)
-    runs = verifier.run(entries)
-
+    before = lint_step(files, config, state)
+    fix = fix_step(files, before, config, state, opts.unsafe_fixes)
+    code, verifier, runs = verify_step(opts, files, before, fix, config, state, entries, measure)
     after = lint(files, config)
     step(4, f"lint again: {plural(len(after.findings), 'finding')} left for a human")
 
@@ -257,7 +234,55 @@ def run_migration(opts: MigrateOptions, measure: Optional[Callable] = None) -> i
     return EXIT_CLEAN if result.all_done() else EXIT_WORK_LEFT
 
 
-def _with_models_file(code, files, summaries, models: Path, config):
+def lint_step(files, config, state) -> Linted:
+    """Lint the texts before migrate touched them (on a resumed run: the originals it kept)."""
+    from dynalint.migrate_code import real
+    from dynalint.migrate_state import read_text
+
+    originals = {real(f.path): state.original_of(real(f.path), read_text(f.path)) for f in files}
+    before = lint(with_texts(files, originals), config)
+    before.originals_on_disk = all(read_text(f.path) == originals[real(f.path)] for f in files)
+    step(1, f"lint: {plural(len(files), 'file')}, {plural(len(before.findings), 'finding')}")
+    return before
+
+
+def fix_step(files, before: Linted, config, state, unsafe: bool) -> FixStep:
+    current = before if before.originals_on_disk else lint(files, config)
+    fix = apply_fixes(files, current, config, state, unsafe)
+    for error in fix.errors:
+        progress(f"  warning: {error}")
+    fixed_count = sum(len(v) for p, v in fix.fixed.items() if p in fix.originals)
+    left_alone = len(fix.skipped_reverted)
+    step(2, f"fix: {plural(fixed_count, 'finding')} fixed in {plural(len(fix.originals), 'file')}"
+            + (f" ({plural(left_alone, 'file')} left alone: their fixes were reverted before)" if left_alone else ""))
+    return fix
+
+
+def verify_step(opts: MigrateOptions, files, before: Linted, fix: FixStep, config, state, entries, measure):
+    """Measure every model before and after, reverting fixes that hurt; -> (code map, verifier, runs)."""
+    from dynalint.migrate_code import CodeMap, real
+    from dynalint.migrate_verify import (
+        MeasureOptions,
+        Measurer,
+        ModelVerifier,
+        Tree,
+        visible_gpus,
+    )
+
+    code = CodeMap.build(files, before.summaries)
+    if real(opts.models) not in code.module_of:  # MODELS.py outside PATH: still follow its imports
+        code = _with_models_file(files, before.summaries, opts.models, config)
+    options = MeasureOptions(opts.device, opts.backend, opts.repeat, opts.warmup, opts.timing, opts.seed, opts.timeout)
+    sys_path = [str(p.resolve()) for p in opts.sys_path]
+    sys_path += [str(opts.models.resolve().parent), str(import_root(opts.path))]
+    measurer = Measurer(measure, visible_gpus(opts.device) if measure is None else [], opts.timeout)
+    step(3, f"verify: {plural(len(entries), 'model')} on device {opts.device}")
+    verifier = ModelVerifier(Tree(dict(fix.originals)), code, state, options, str(opts.models),
+                             list(dict.fromkeys(sys_path)), measurer, progress)
+    return code, verifier, verifier.run(entries)
+
+
+def _with_models_file(files, summaries, models: Path, config):
     from dynalint.engine import SourceFile, analyze_files, module_name_for
     from dynalint.migrate_code import CodeMap
 

@@ -18,11 +18,12 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional
 
 from dynalint.migrate_code import CodeMap, real
 from dynalint.migrate_models import ModelEntry
-from dynalint.migrate_state import MigrationState, key_of, text_hash
+from dynalint.migrate_state import MigrationState, key_of, read_text, text_hash
 
 MAX_ROUNDS = 4  # revert rounds: each reverts at least one file, so this bounds the work
 
@@ -54,10 +55,7 @@ class Tree:
     originals: dict[str, str] = field(default_factory=dict)
 
     def current(self, path: str) -> str:
-        from dynalint.engine import read_source
-        from pathlib import Path
-
-        return read_source(Path(path))
+        return read_text(Path(path))
 
     def original(self, path: str) -> str:
         return self.originals[path] if path in self.originals else self.current(path)
@@ -66,8 +64,7 @@ class Tree:
         return sorted(p for p, text in self.originals.items() if self.current(p) != text)
 
     def revert(self, path: str) -> None:
-        from pathlib import Path
-
+        """Write the original back, keeping the file's encoding, BOM and newlines (atomically)."""
         from dynalint.fixes.apply import read_raw, write_atomic
 
         target = Path(path)

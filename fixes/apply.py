@@ -227,6 +227,42 @@ def _fix_id(f: Finding) -> str:
 # Source and files
 
 
+def _structure(summary) -> tuple:
+    """What decides compile regions, except call edges (compared separately)."""
+    return (
+        summary.module,
+        summary.imports,
+        {k: vars(v) for k, v in summary.classes.items()},
+        {k: (v.cls, v.name, v.compile_root, v.disabled) for k, v in summary.functions.items()},
+        summary.compile_targets,
+    )
+
+
+def _same_regions(new, old) -> bool:
+    """Fixes rarely touch what decides regions; when they only removed call edges (a guarded
+    `logger.info` no longer calls out), the original run's live set still describes the file."""
+    if old is None or _structure(new) != _structure(old):
+        return False
+    return all(set(map(tuple, f.edges)) <= set(map(tuple, old.functions[q].edges)) for q, f in new.functions.items())
+
+
+def _select_in_file(summary, original, summaries, live: set[str], config) -> list[Finding]:
+    """Findings of one re-analysed file, as the whole-project run would select them.
+
+    Rebuilding regions over every file after each fix pass costs about a second on a large
+    tree; when the file's region-relevant structure is unchanged, reuse the live set computed
+    once (select on the file alone, rooted at its live functions, and keep only live scopes).
+    """
+    from dynalint.engine import select_findings
+
+    if _same_regions(summary, original):
+        roots = tuple(q for q in summary.functions if q in live)
+        found = select_findings([summary], config, extra_roots=roots)
+        return [f for f in found if not f.scope or f.scope in live]
+    others = [s for s in summaries if s.filename != summary.filename]
+    return [f for f in select_findings([summary] + others, config) if f.filename == summary.filename]
+
+
 def fix_source(text: str, filename: str, config, unsafe: bool = False, context: Iterable = ()) -> FixResult:
     from dynalint.engine import lint_source
 
@@ -289,13 +325,15 @@ def write_atomic(path: Path, text: str, like: RawFile) -> None:
 
 def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = False, diff: bool = False) -> FixOutcome:
     """Fix every file that has applicable findings; lint context comes from the other files."""
-    from dynalint.engine import SourceFile, analyze_files, select_findings
+    from dynalint.engine import SourceFile, analyze_files
+    from dynalint.lint.regions import Project
 
     outcome = FixOutcome()
     by_file: dict[str, list[Finding]] = {}
     for f in findings:
         by_file.setdefault(f.filename, []).append(f)
     summary_by_name = {s.filename: s for s in summaries}
+    live: Optional[set[str]] = None
     for sf in files:
         mine = by_file.get(sf.display, [])
         if not any(applicable(f, unsafe) for f in mine):
@@ -307,12 +345,16 @@ def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = 
             outcome.errors.append(f"cannot read {sf.display}: {getattr(exc, 'strerror', None) or exc}")
             outcome.remaining += mine
             continue
-        others = [s for name, s in summary_by_name.items() if name != sf.display]
+        if live is None:
+            live = Project(summaries, extra_roots=tuple(config.extra_roots)).reachable()
+        original = summary_by_name.get(sf.display)
 
-        def lint(text: str, sf=sf, others=others) -> list[Finding]:
+        def lint(text: str, sf=sf, original=original, raw=raw, mine=mine) -> list[Finding]:
+            if text == raw.text:
+                return list(mine)  # what the whole-project run found in this very text
             target = SourceFile(sf.path, sf.display, sf.module, sf.is_package, text=text)
-            mine_summary = analyze_files([target], config, jobs=1)
-            return [f for f in select_findings(mine_summary + others, config) if f.filename == sf.display]
+            summary = analyze_files([target], config, jobs=1)[0]
+            return _select_in_file(summary, original, summaries, live, config)
 
         result = fix_text(raw.text, lint, unsafe)
         outcome.errors += result.errors

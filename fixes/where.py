@@ -40,13 +40,23 @@ class WherePlan:
 
 
 def where_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
-    if ctx.probe_only:
-        return None
+    if ctx.probe_only or _mentions_numpy(reported, ctx):
+        return None  # torch.where needs a torch tensor condition, not a NumPy value
     info = source_info(ctx.module)
     plan = _plan(info, ctx, reported)
     if plan is None:
         return None
     return guarded(code, lambda positions, module: _rewrite(info, positions, plan))
+
+
+def _mentions_numpy(node: cst.BaseExpression, ctx) -> bool:
+    if isinstance(node, cst.Comparison):
+        return any(_mentions_numpy(n, ctx) for n in [node.left] + [c.comparator for c in node.comparisons])
+    if isinstance(node, cst.BinaryOperation):
+        return _mentions_numpy(node.left, ctx) or _mentions_numpy(node.right, ctx)
+    if isinstance(node, cst.UnaryOperation):
+        return _mentions_numpy(node.expression, ctx)
+    return ctx.is_numpy(node)
 
 
 def _plan(info: SourceInfo, ctx, reported: cst.BaseExpression) -> Optional[WherePlan]:

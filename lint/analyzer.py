@@ -538,6 +538,7 @@ class FunctionContext(cst.CSTVisitor):
         self.rnn_attrs = fa.rnn_attrs.get(cls, set()) if cls else set()
         self.class_info = fa.summary.classes.get(cls) if cls else None
         self.nested_defs: set[str] = set()
+        self.numpy_names: set[str] = set()  # names bound to NumPy values
         # Ancestors of the node being checked, outermost first (statements included), so that a
         # fix can find the statement and block around a finding.
         self.stack: list[cst.CSTNode] = []
@@ -567,6 +568,24 @@ class FunctionContext(cst.CSTVisitor):
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.kind(node) in TENSORISH
+
+    def is_numpy(self, node: cst.BaseExpression) -> bool:
+        """Does the value come from NumPy (`np.random.rand(1)`, a name bound to one, an index of
+        one)? Dynamo traces these as tensors, but a fix must not turn them into torch tensors."""
+        while True:
+            if isinstance(node, cst.Call):
+                q = self.qualname(node.func)
+                if q is not None and q.startswith("numpy."):
+                    return True
+                if not isinstance(node.func, cst.Attribute):
+                    return False
+                node = node.func.value
+            elif isinstance(node, (cst.Attribute, cst.Subscript)):
+                node = node.value
+            elif isinstance(node, cst.Name):
+                return node.value in self.numpy_names
+            else:
+                return False
 
     def is_definite_tensor(self, node: cst.BaseExpression) -> bool:
         """A tensor for sure: not merely an unannotated parameter (see kinds.P)."""
@@ -947,6 +966,10 @@ class FunctionContext(cst.CSTVisitor):
         if isinstance(target, cst.Name):
             self.env[target.value] = value_kind
             self.local_types.pop(target.value, None)
+            if value is not None and self.is_numpy(value):
+                self.numpy_names.add(target.value)
+            else:
+                self.numpy_names.discard(target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elems = [e.value for e in target.elements]
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elems):
@@ -1028,8 +1051,11 @@ class FunctionContext(cst.CSTVisitor):
                 return N
             return self.kind(node.expression)
         if isinstance(node, cst.Comparison):
-            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
                 return N
+            if any(isinstance(c.operator, (cst.In, cst.NotIn)) for c in node.comparisons):
+                # `t in [1, 2]` compares the tensor with each item and takes bool() of each.
+                return B if self.kind(node.left) in (T, B) else N
             kinds_ = [self.kind(node.left)] + [self.kind(c.comparator) for c in node.comparisons]
             if any(k in TENSORISH for k in kinds_):
                 return B
@@ -1071,7 +1097,9 @@ class FunctionContext(cst.CSTVisitor):
             if q.startswith(("math.", "time.", "random.", "os.", "warnings.", "logging.")):
                 return N
             if q.startswith("numpy."):
-                return U  # Dynamo traces NumPy arrays as tensors, but a scalar is often meant
+                # Dynamo traces NumPy through torch: its results are tensors while compiling, so
+                # `if np.sqrt(2.0) > 1:` breaks the graph like any tensor condition (probed).
+                return N if q.rsplit(".", 1)[-1] in K.NUMPY_NON_ARRAY_FUNCS else T
         if isinstance(func, cst.Attribute):
             recv = func.value
             meth = func.attr.value

@@ -104,6 +104,12 @@ NON_TENSOR_BUILTINS = frozenset(
     """.split()
 )
 
+# NumPy callables whose results are not arrays (everything else in numpy.* is traced as a tensor).
+NUMPY_NON_ARRAY_FUNCS = frozenset(
+    {"dtype", "finfo", "iinfo", "shape", "ndim", "isscalar", "issubdtype", "result_type", "can_cast",
+     "promote_types", "get_printoptions", "set_printoptions", "errstate", "seterr", "geterr"}
+)
+
 # Spellings of "is Dynamo tracing right now?" (last component is enough for helpers of that name).
 IS_COMPILING_NAMES = frozenset(
     {

@@ -686,6 +686,7 @@ def test_diff_writes_nothing_and_exits_1(tmp_path):
     res = _check("--diff", path)
     assert res.exit_code == 1
     assert "+    if not torch.compiler.is_compiling():" in res.output
+    assert "Would fix 1 error (0 remaining)." in res.stderr
     assert path.read_text() == PRINTING
     path.write_text(GUARDED)
     assert _check("--diff", path).exit_code == 0
@@ -697,7 +698,8 @@ def test_output_marks_fixable_findings_and_json_fills_fix(tmp_path):
     res = _check(path)
     assert "DYN101 [*]" in res.output and "DYN102 `breakpoint" in res.output
     assert "1 more fix available with `--fix --unsafe-fixes`." in res.output
-    assert "DYN102 [*]" in _check("--unsafe-fixes", path).output
+    unsafe = _check("--unsafe-fixes", path).output
+    assert "DYN102 [*]" in unsafe and "[*] 2 fixable with the `--fix` option." in unsafe
     data = json.loads(_check("--output-format", "json", path).output)
     by_code = {d["code"]: d for d in data}
     fix = by_code["DYN101"]["fix"]

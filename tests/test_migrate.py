@@ -15,8 +15,18 @@ import pytest
 from click.testing import CliRunner
 
 from dynalint.cli import main
-from dynalint.migrate import EXIT_CLEAN, EXIT_ERROR, EXIT_WORK_LEFT, MigrateError, MigrateOptions, run_migration
-from dynalint.migrate_models import ModelsFileError, read_models
+from dynalint.migrate import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_WORK_LEFT,
+    MigrateError,
+    MigrateOptions,
+    run_migration,
+)
+from dynalint.migrate_models import ModelsFileError, read_models, source_for
+from dynalint.migrate_verify import revert_reason, visible_gpus
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 PACKAGE = {
     "pkg/__init__.py": "",
@@ -197,6 +207,68 @@ def test_models_file_errors(tmp_path, text, message):
         read_models(path)
 
 
+def test_one_models_source_ignores_the_other_models_and_comments(tmp_path):
+    text = "import torch\n\ndef dynalint_a():\n    return 1\n\ndef dynalint_b():\n    return 2\n"
+    path = tmp_path / "MODELS.py"
+    path.write_text(text)
+    a, b = read_models(path)
+    edited = text.replace("return 2", "return 3") + "# a comment\n\ndef dynalint_c():\n    return 4\n"
+    path.write_text(edited)
+    entries = read_models(path)
+    assert source_for(edited, entries[0], entries) == source_for(text, a, [a, b])
+    assert source_for(edited, entries[1], entries) != source_for(text, b, [a, b])
+    shared = edited.replace("import torch", "import numpy")
+    assert source_for(shared, entries[0], entries) != source_for(edited, entries[0], entries)
+
+
+# --------------------------------------------------------------------------------------------
+# Which files a model depends on (static)
+
+
+def example_code_map():
+    from dynalint.config import Config
+    from dynalint.engine import SourceFile, analyze_files, module_name_for
+    from dynalint.migrate_code import CodeMap
+
+    files = []
+    for path in sorted(EXAMPLES.rglob("*.py")):
+        module, is_package = module_name_for(path)
+        files.append(SourceFile(path, str(path.relative_to(EXAMPLES)), module, is_package))
+    return CodeMap.build(files, analyze_files(files, Config(), jobs=1))
+
+
+def test_region_follows_forward_across_files_and_loads_follows_imports():
+    code = example_code_map()
+    names = lambda paths: sorted(code.display(p) for p in paths)  # noqa: E731
+    classifier = [{"qualname": "ToyClassifier", "file": str(EXAMPLES / "toynet/model.py")},
+                  {"qualname": "MLPBlock", "file": str(EXAMPLES / "toynet/layers.py")}]
+    # MLPBlock's forward is Block.forward (base.py), which calls the ops helpers and self.mix.
+    assert names(code.region(classifier)) == ["toynet/base.py", "toynet/layers.py", "toynet/model.py", "toynet/ops.py"]
+    assert names(code.region([{"qualname": "Block", "file": str(EXAMPLES / "toynet/base.py")}])) == [
+        "toynet/base.py", "toynet/layers.py", "toynet/ops.py"]  # self.mix dispatches to the subclasses
+    assert names(code.loads([EXAMPLES / "toynet/layers.py"])) == ["toynet/base.py", "toynet/layers.py", "toynet/ops.py"]
+    assert names(code.loads([EXAMPLES / "MODELS.py"])) == [
+        "MODELS.py", "toynet/__init__.py", "toynet/base.py", "toynet/layers.py", "toynet/model.py", "toynet/ops.py"]
+
+
+def test_revert_reasons():
+    before = {"graph_count": 3, "graph_break_count": 2}
+    assert revert_reason(before, {"graph_count": 1, "graph_break_count": 0, "outputs_match": True}) is None
+    assert revert_reason(before, {"graph_count": 1, "outputs_match": False, "max_abs_diff": 0.5}) == \
+        "outputs differ (max abs diff 0.5)"
+    assert revert_reason(before, {"graph_count": 4, "outputs_match": True}) == "more graphs (3 before, 4 after)"
+    assert revert_reason(before, {"graph_count": 3, "graph_break_count": 3}) == "more graph breaks (2 before, 3 after)"
+    assert revert_reason(before, {"error": "boom"}) == "the fixed code fails: boom"
+
+
+def test_one_worker_per_visible_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 5")
+    assert visible_gpus("auto") == ["2", "5"] and visible_gpus("cuda") == ["2", "5"]
+    assert visible_gpus("cpu") == []
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_gpus("auto") == []
+
+
 # --------------------------------------------------------------------------------------------
 # The git safety net
 
@@ -214,11 +286,11 @@ def test_dirty_tree_is_refused_and_left_alone(repo):
 
 def test_untracked_python_file_is_dirt_but_other_files_are_not(repo):
     (repo / "pkg/notes.txt").write_text("todo\n")
+    (repo / "pkg/new.py").write_text("x = 1\n")
     with pytest.raises(MigrateError, match="pkg/new.py"):
-        (repo / "pkg/new.py").write_text("x = 1\n")
         run_migration(options(repo), measure=FakeMeasure(repo))
     (repo / "pkg/new.py").unlink()
-    assert run_migration(options(repo), measure=FakeMeasure(repo)) in (EXIT_CLEAN, EXIT_WORK_LEFT)
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_CLEAN
 
 
 def test_outside_git_needs_allow_dirty(tmp_path, monkeypatch):

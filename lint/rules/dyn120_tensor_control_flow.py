@@ -6,7 +6,8 @@ Finds `if`, `elif`, `while` and conditional expressions whose condition is a ten
 Conditions on metadata are not reported: `x is None`, `self.training`, `x.dim() == 3`,
 `isinstance(...)`, config values, nor a tensor test behind a dtype or device check
 (`x.dtype == torch.float16 and torch.isinf(x).any()` only breaks for float16 inputs). Shape
-conditions are DYN201.
+conditions are DYN201. NumPy values count as tensors: Dynamo traces NumPy through torch, so even
+`if np.sqrt(2.0) > 1:` breaks the graph.
 
 ## Why it breaks the graph
 Which branch runs depends on the tensor's data, which Dynamo does not know while tracing. It
@@ -166,6 +167,22 @@ class TensorControlFlow(Rule):
             """,
             dynamo=BREAKS,
             inputs="(torch.randn(4, 4), torch.randn(4, 4) > 0)",
+        ),
+    )
+    invalid = invalid + (
+        Example(
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                if np.sqrt(y.shape[0]) > 1:  # expect: DYN120
+                    y = y + 1
+                return y
+            """,
+            dynamo=BREAKS,
         ),
     )
     valid = (

@@ -45,9 +45,10 @@ class TensorAsInt(Rule):
                     if ctx.is_definite_tensor(a.value):
                         ctx.report(self, a.value, "`num_classes` from a tensor value breaks the graph; use a static number")
                 return
-            if q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in FACTORIES:
+            if q.startswith(("torch.", "numpy.")) and q.count(".") == 1 and q.split(".")[1] in FACTORIES:
                 for a in node.args:
-                    if a.keyword is None and ctx.is_definite_tensor(a.value):
+                    sizes = a.value.elements if isinstance(a.value, (cst.Tuple, cst.List)) else [a]
+                    if a.keyword is None and any(ctx.is_definite_tensor(el.value) for el in sizes):
                         ctx.report(self, a.value, f"size of `{q}()` from a tensor value breaks the graph; use a shape or a constant")
                         return
             return
@@ -81,6 +82,19 @@ class TensorAsInt(Rule):
             def f(x):
                 n = (x > 0).sum()
                 return torch.zeros(n) + 1  # expect: DYN131
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                z = np.zeros((2, np.sum([1, 2])))  # expect: DYN131
+                return y + z.sum()
             """,
             dynamo=BREAKS,
         ),
