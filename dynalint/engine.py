@@ -75,7 +75,8 @@ def _analyze_one(args: tuple) -> tuple[str, dict]:
     """Worker: returns (display, summary-as-dict). Runs in a child process for big runs."""
     from dynalint.lint.analyzer import AnalyzerOptions, FileSummary, analyze_source
 
-    display, path, module, is_package, text, compiling_fns, cache_dir = args
+    display, path, module, is_package, text, compiling_fns, cache_dir = args[:7]
+    facts = args[7] if len(args) > 7 else None  # what other files tell about this one (lint/hints.py)
     cache = None
     if cache_dir is not None:
         from dynalint.cache import Cache
@@ -91,11 +92,14 @@ def _analyze_one(args: tuple) -> tuple[str, dict]:
             return display, summary.to_cache()
     key = None
     if cache is not None:
-        key = cache.key(text, display, module, is_package, compiling_fns)
+        key = cache.key(text, display, module, is_package, (compiling_fns, facts) if facts else compiling_fns)
         hit = cache.get(key)
         if hit is not None:
             return display, hit
     options = AnalyzerOptions(is_compiling_functions=frozenset(compiling_fns))
+    if facts:
+        options.external_hints = facts["hints"]
+        options.external_returns = frozenset(facts["returns"])
     summary = analyze_source(text, display, module, is_package, options)
     data = summary.to_cache()
     if cache is not None and key is not None:
@@ -136,7 +140,31 @@ def analyze_files(
             results[display] = data
             if progress:
                 progress(i, len(work))
-    return [FileSummary.from_cache(results[f.display]) for f in files]
+    summaries = [FileSummary.from_cache(results[f.display]) for f in files]
+    return _apply_external_hints(summaries, work)
+
+
+def _apply_external_hints(summaries: list, work: list, rounds: int = 3) -> list:
+    """Analyse again the files that learn from other files: tensors passed to their functions,
+    tensors returned by the functions they import; a few rounds cover helpers calling helpers."""
+    from dynalint.lint.analyzer import FileSummary
+    from dynalint.lint.hints import cross_file_facts
+
+    item_of = {w[0]: w for w in work}
+    index = {s.filename: i for i, s in enumerate(summaries)}
+    used: dict[str, dict] = {}
+    for _ in range(rounds):
+        changed = False
+        for filename, hints in sorted(cross_file_facts(summaries).items()):
+            if used.get(filename) == hints or filename not in item_of:
+                continue
+            used[filename] = hints
+            _, data = _analyze_one(item_of[filename] + (hints,))
+            summaries[index[filename]] = FileSummary.from_cache(data)
+            changed = True
+        if not changed:
+            break
+    return summaries
 
 
 def select_findings(summaries, config: Config, extra_roots: Iterable[str] = ()) -> list[Finding]:

@@ -33,6 +33,7 @@ class FunctionInfo:
     name: str
     compile_root: bool = False  # decorated with @torch.compile
     disabled: bool = False  # decorated with @torch.compiler.disable and friends
+    returns_tensor: bool = False  # some `return` gives a tensor (callers in other files use it)
     # Calls made from live code: ("name", dotted) | ("self", method) | ("selfattr", attr, method)
     # | ("super", method)
     edges: list[tuple] = field(default_factory=list)
@@ -58,6 +59,9 @@ class FileSummary:
     findings: list[Finding] = field(default_factory=list)
     # Lines carrying `# noqa` comments: row -> None (bare) or list of codes.
     noqa: dict[int, Optional[list[str]]] = field(default_factory=dict)
+    # Tensors passed to functions of other files: dotted callee -> {position or keyword: kind}.
+    # The engine turns them into the callee's parameter hints (`external_hints`).
+    call_hints: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_cache(self) -> dict[str, Any]:
         return {
@@ -69,6 +73,7 @@ class FileSummary:
             "compile_targets": self.compile_targets,
             "findings": [f.to_cache() for f in self.findings],
             "noqa": {str(k): v for k, v in self.noqa.items()},
+            "call_hints": self.call_hints,
         }
 
     @classmethod
@@ -84,6 +89,7 @@ class FileSummary:
             compile_targets=d["compile_targets"],
             findings=[Finding.from_cache(f) for f in d["findings"]],
             noqa={int(k): v for k, v in d["noqa"].items()},
+            call_hints=d.get("call_hints", {}),
         )
 
 
@@ -91,6 +97,11 @@ class FileSummary:
 class AnalyzerOptions:
     is_compiling_functions: frozenset[str] = frozenset()
     rule_codes: Optional[frozenset[str]] = None  # None: all rules
+    # function qualname -> {parameter position (as str) or name: kind}: tensors that callers in
+    # other files pass (computed by the engine from the other files' `call_hints`).
+    external_hints: Optional[dict[str, dict[str, str]]] = None
+    # qualnames of functions in other files that return tensors (`h = rms_normalize(x)`).
+    external_returns: frozenset[str] = frozenset()
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,6 +194,8 @@ class FileAnalyzer:
         self.pending: list[tuple[cst.CSTNode, str, str, dict, Optional[Fix], str]] = []
         self.local_functions: dict[str, cst.FunctionDef] = {}
         self.returns_tensor: dict[str, bool] = {}
+        # Methods a subclass must provide (`raise NotImplementedError`): what they return is unknown here.
+        self.abstract_methods: set[str] = set()
         self.logger_names: set[str] = set()
         self.tensor_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding tensors
         self.all_attrs: dict[str, set[str]] = {}  # class qualname -> attrs assigned in __init__
@@ -272,6 +285,8 @@ class FileAnalyzer:
                 self.returns_tensor[key] = ctx.returns_tensor
         for fn, prefix, cls in self.defs:
             self._visit_function(fn, prefix, cls)
+        for qual, info in self.summary.functions.items():
+            info.returns_tensor = bool(self.returns_tensor.get(qual))
         self._resolve_positions()
         return self.summary
 
@@ -321,6 +336,8 @@ class FileAnalyzer:
         for s in body:
             if isinstance(s, cst.FunctionDef):
                 self.defs.append((s, qual, qual))
+                if _is_abstract(s):
+                    self.abstract_methods.add(f"{qual}.{s.name.value}")
             elif isinstance(s, cst.ClassDef):
                 self._declare_class(s, qual)
 
@@ -618,7 +635,10 @@ class FunctionContext(cst.CSTVisitor):
         tensor_by_default = self.is_forward or (self.info is not None and self.info.compile_root) or (
             self.cls is None and self.fn.name.value in self.fa.compile_called_names
         )
-        hints = self.fa.param_hints.get(self.qual, {})
+        hints = dict(self.fa.param_hints.get(self.qual, {}))
+        for slot, k in ((self.fa.options.external_hints or {}).get(self.qual) or {}).items():
+            slot = int(slot) if slot.isdigit() else slot
+            hints[slot] = P if P in (k, hints.get(slot)) else k
         for i, p in enumerate(params):
             name = p.name.value
             if i == 0 and is_method:
@@ -908,7 +928,8 @@ class FunctionContext(cst.CSTVisitor):
                 key = f"{self.cls}.{func.attr.value}"
         elif isinstance(func, cst.Name) and func.value in self.fa.local_functions and func.value not in self.env:
             key = f"{self.fa.summary.module}.{func.value}"
-        if key is None:
+        else:
+            self._record_external_call_site(node)
             return
         for i, arg in enumerate(node.args):
             if arg.star:
@@ -918,6 +939,24 @@ class FunctionContext(cst.CSTVisitor):
                 hints = self.fa.param_hints.setdefault(key, {})
                 slot = arg.keyword.value if arg.keyword is not None else i
                 # A definite tensor at one call site and a presumed one at another: presumed.
+                hints[slot] = P if P in (k, hints.get(slot)) else T
+
+    def _record_external_call_site(self, node: cst.Call) -> None:
+        """`clamp_outliers(h)` with `clamp_outliers` imported from a linted file: remember which
+        arguments are tensors so that file's analysis can treat those parameters as tensors."""
+        edge = self._edge_for(node)
+        if edge is None or edge[0] != "name":
+            return
+        dotted_callee = edge[1]
+        if dotted_callee.startswith(f"{self.fa.summary.module}."):
+            return  # local classes: their forward's parameters are presumed tensors already
+        for i, arg in enumerate(node.args):
+            if arg.star:
+                break
+            k = self.kind(arg.value)
+            if k in TENSORISH:
+                hints = self.fa.summary.call_hints.setdefault(dotted_callee, {})
+                slot = arg.keyword.value if arg.keyword is not None else str(i)
                 hints[slot] = P if P in (k, hints.get(slot)) else T
 
     # -- edges ------------------------------------------------------------------------------
@@ -1096,6 +1135,8 @@ class FunctionContext(cst.CSTVisitor):
                 return T
             if q.startswith(("math.", "time.", "random.", "os.", "warnings.", "logging.")):
                 return N
+            if q in self.fa.options.external_returns:
+                return T
             if q.startswith("numpy."):
                 # Dynamo traces NumPy through torch: its results are tensors while compiling, so
                 # `if np.sqrt(2.0) > 1:` breaks the graph like any tensor condition (probed).
@@ -1106,7 +1147,13 @@ class FunctionContext(cst.CSTVisitor):
             if isinstance(recv, cst.Name) and self.env.get(recv.value) == "SELF":
                 methods = self.class_info.methods if self.class_info else []
                 if meth in methods:
-                    return T if self.fa.returns_tensor.get(f"{self.cls}.{meth}") else U
+                    key = f"{self.cls}.{meth}"
+                    if self.fa.returns_tensor.get(key):
+                        return T
+                    # `h = self.mix(h)` with `mix` left to subclasses: presumably a tensor in, a tensor out.
+                    if key in self.fa.abstract_methods and any(self.kind(a.value) in TENSORISH for a in node.args):
+                        return P
+                    return U
                 if meth in self.all_attrs and meth not in self.tensor_attrs:
                     return T  # a submodule call
                 return U
@@ -1135,6 +1182,20 @@ class FunctionContext(cst.CSTVisitor):
             if self._submodule_list_ref(func.value) is not None:
                 return T
         return U
+
+
+def _is_abstract(fn: cst.FunctionDef) -> bool:
+    """A body of only a docstring and `raise NotImplementedError(...)`."""
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
+    stmts = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr)
+                                     and isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
+    if len(stmts) != 1 or not isinstance(stmts[0], cst.SimpleStatementLine):
+        return False
+    small = stmts[0].body[0]
+    if not isinstance(small, cst.Raise) or small.exc is None:
+        return False
+    exc = small.exc.func if isinstance(small.exc, cst.Call) else small.exc
+    return isinstance(exc, cst.Name) and exc.value == "NotImplementedError"
 
 
 def _syntax_error_summary(source: str, filename: str, module_name: str, exc: Exception) -> FileSummary:

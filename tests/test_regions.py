@@ -219,3 +219,66 @@ def test_metadata_conditions_are_not_tensor_branches(tmp_path):
         },
     )
     assert found == []
+
+
+def test_tensors_flow_across_files(tmp_path):
+    """A helper's parameter is a tensor because a caller in another file passes one; a value is a
+    tensor because an imported helper returns one; an abstract method's result stays a tensor."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": """
+            import torch
+
+            def normalize(x):
+                return x / x.norm()
+
+            def clamp_outliers(x, limit=6.0):
+                if x.abs().max() > limit:
+                    x = x.clamp(-limit, limit)
+                return x
+
+            def pick(flag, x):
+                if flag:  # a plain flag: callers pass a Python bool
+                    return x
+                return -x
+        """,
+        "pkg/model.py": """
+            from torch import nn
+            from .ops import clamp_outliers, normalize, pick
+
+            class Base(nn.Module):
+                def mix(self, x):
+                    raise NotImplementedError
+
+                def forward(self, x):
+                    h = self.mix(normalize(x))
+                    if h.mean() > 0:
+                        h = h * 2
+                    return pick(True, clamp_outliers(h))
+        """,
+    }
+    found = lint_tree(tmp_path, files)
+    assert ("pkg/ops.py", 8, "DYN120") in found  # `if x.abs().max() > limit` in the helper
+    assert ("pkg/model.py", 11, "DYN120") in found  # `h` comes from normalize() and mix()
+    assert not [f for f in found if f[0] == "pkg/ops.py" and f[1] == 13]  # `if flag:` is a flag
+
+
+def test_cross_file_facts_leave_unrelated_files_alone(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/util.py": """
+            def scale(n):
+                if n > 2:
+                    return n * 2
+                return n
+        """,
+        "pkg/model.py": """
+            from torch import nn
+            from .util import scale
+
+            class M(nn.Module):
+                def forward(self, x):
+                    return x * scale(3)
+        """,
+    }
+    assert lint_tree(tmp_path, files) == []
