@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import re
+import logging
 import json
 import os
 import sys
@@ -144,6 +146,52 @@ def _library_root(suite: str) -> str:
     return os.path.dirname(mod.__file__) + os.sep
 
 
+class _GraphBreakLog(logging.Handler):
+    """Collects (file, line, reason) from Dynamo's graph-break log for files under `root`."""
+
+    LOGGER = "torch._dynamo"
+    AT = re.compile(r"Graph break in user code at (.+?):(\d+)")
+    FRAME = re.compile(r'File "(.+?)", line (\d+)')
+
+    def __init__(self, root: str):
+        super().__init__(logging.DEBUG)
+        self.root = root
+        self.sites: list[tuple] = []
+
+    def __enter__(self):
+        import torch._logging
+
+        torch._logging.set_logs(graph_breaks=True)
+        logger = logging.getLogger(self.LOGGER)
+        self._propagate = logger.propagate
+        logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc):
+        import torch._logging
+
+        logging.getLogger(self.LOGGER).removeHandler(self)
+        torch._logging.set_logs()
+        return False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        at = self.AT.search(msg)
+        if at is None:
+            return
+        places = [(at.group(1), int(at.group(2)))] + [(f, int(n)) for f, n in self.FRAME.findall(msg)]
+        mine = [p for p in places if p[0].startswith(self.root)]
+        if not mine:
+            return
+        reason = msg.split("Graph Break Reason:", 1)[-1].strip().splitlines()
+        text = next((line.strip() for line in reason[1:] if line.strip() and "Graph break encountered" not in line), "")
+        if "Failed to handle graph break gracefully" not in (reason[0] if reason else ""):
+            text = reason[0] if reason else text
+        # The line in user code is the first place named; frames below it come from the traceback.
+        f, line = mine[0] if places[0][0].startswith(self.root) else mine[-1]
+        self.sites.append((f, line, text[:120]))
+
+
 def run_model(name: str, builder, root: str) -> ModelRun:
     import torch
     import torch._dynamo
@@ -175,7 +223,8 @@ def run_model(name: str, builder, root: str) -> ModelRun:
                     sys.settrace(None)
                 torch._dynamo.reset()
                 torch.manual_seed(0)
-                out = torch._dynamo.explain(model)(**kwargs)
+                with _GraphBreakLog(root) as logged:
+                    out = torch._dynamo.explain(model)(**kwargs)
             run.graph_count = max(run.graph_count, out.graph_count)
             for r in out.break_reasons:
                 frames = [f for f in r.user_stack if f.filename.startswith(root)]
@@ -183,6 +232,10 @@ def run_model(name: str, builder, root: str) -> ModelRun:
                     continue
                 f = frames[-1]
                 run.breaks.append((f.filename, f.lineno, str(r.reason).strip().splitlines()[0][:120]))
+            # A break Dynamo cannot resume from (inside a loop, say) skips the whole frame and is
+            # missing from `break_reasons`; the graph-break log still names its line.
+            known = {(f, line) for f, line, _ in run.breaks}
+            run.breaks += [b for b in logged.sites if (b[0], b[1]) not in known]
     except Exception as exc:  # a model that cannot be built or run is skipped, not fatal
         run.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:150] if str(exc) else ''}"
     run.seconds = time.time() - t0
