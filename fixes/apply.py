@@ -151,27 +151,32 @@ def fix_text(text: str, lint, unsafe: bool) -> FixResult:
         return _cst_parses(candidate) and (not strict or _ast_parses(candidate))
 
     rejected: set[tuple[str, str]] = set()
-    initial: Optional[Counter] = None
-    applied_so_far: Counter = Counter()
     findings = lint(result.text)
+    # A fix that does not remove its own finding would be applied again and again: no rule may
+    # have more fixes applied than it had findings at the start (a later pass may still apply a
+    # fix that an overlapping one held back, even if that one changed the line it is on).
+    initial = Counter(f.code for f in findings)
+    applied_so_far: Counter = Counter()
     for _ in range(MAX_PASSES):
-        if initial is None:
-            initial = _identities(result.text, findings)
         todo = [f for f in findings if applicable(f, unsafe) and (f.code, _fix_id(f)) not in rejected]
         if not todo:
             break
         new_text, applied = _apply_parsing(result, todo, rejected, parses)
         if new_text == result.text:
             break
-        ids = _identities(result.text, applied)
+        ids = Counter(f.code for f in applied)
         if any(applied_so_far[k] + n > initial[k] for k, n in ids.items()):
-            # A fix that does not remove its own finding would be applied again and again.
             result.errors.append(f"fixes in {applied[0].filename} did not converge; stopped after {len(result.fixed)} fixes")
             break
         applied_so_far += ids
         result.fixed += applied
         result.text = new_text
         findings = lint(result.text)
+    else:
+        left = sum(1 for f in findings if applicable(f, unsafe) and (f.code, _fix_id(f)) not in rejected)
+        if left:
+            name = findings[0].filename
+            result.errors.append(f"fixes in {name} needed more than {MAX_PASSES} passes; {left} left for another run")
     result.remaining = findings
     return _finish(result, lint, parses)
 
@@ -198,12 +203,6 @@ def _apply_parsing(result: FixResult, todo: list[Finding], rejected: set, parses
         if parses(trial):
             kept.append(f)
     return apply_edits(result.text, kept)
-
-
-def _identities(text: str, findings: list[Finding]) -> Counter:
-    """What findings are about, independent of where earlier fixes moved them."""
-    lines = split_lines(text)
-    return Counter((f.code, f.message, lines[f.row - 1].strip() if 0 < f.row <= len(lines) else "") for f in findings)
 
 
 def _finish(result: FixResult, lint, parses) -> FixResult:
@@ -323,6 +322,17 @@ def write_atomic(path: Path, text: str, like: RawFile) -> None:
         raise
 
 
+def _write_unless_changed(path: Path, display: str, text: str, raw: RawFile) -> Optional[str]:
+    """Write the fixed text; the reason when it was not written."""
+    try:
+        if path.read_bytes() != raw.raw:
+            return f"{display} changed on disk while fixing; not written"
+        write_atomic(path, text, raw)
+    except OSError as exc:
+        return f"cannot write {display}: {exc.strerror or exc}"
+    return None
+
+
 def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = False, diff: bool = False) -> FixOutcome:
     """Fix every file that has applicable findings; lint context comes from the other files."""
     from dynalint.engine import SourceFile, analyze_files
@@ -365,14 +375,11 @@ def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = 
             outcome.diff_text += result.diff(sf.display)
             outcome.fixed += result.fixed
             continue
-        try:
-            if sf.path.read_bytes() != raw.raw:
-                outcome.errors.append(f"{sf.display} changed on disk while fixing; not written")
-                outcome.remaining = [f for f in outcome.remaining if f.filename != sf.display] + mine
-                continue
-            write_atomic(sf.path, result.text, raw)
-        except OSError as exc:
-            outcome.errors.append(f"cannot write {sf.display}: {exc.strerror or exc}")
+        problem = _write_unless_changed(sf.path, sf.display, result.text, raw)
+        if problem:
+            # Not written: what the file had is still there, unfixed.
+            outcome.errors.append(problem)
+            outcome.remaining = [f for f in outcome.remaining if f.filename != sf.display] + mine
             continue
         outcome.fixed += result.fixed
         outcome.written.append(sf.display)

@@ -620,6 +620,43 @@ def test_fix_that_never_removes_its_finding_stops():
     assert any("did not converge" in e for e in result.errors)
 
 
+def test_overlapping_fixes_are_applied_in_later_passes():
+    text = "a = 1\n"
+
+    def lint(t):
+        out = []
+        if t.startswith("a"):  # rewrites the whole line
+            out.append(_finding("DYN900", 1, [Edit("b = 1", 1, 1, 1, 6)]))
+        if "= 1" in t:  # rewrites the value, inside the same span
+            out.append(_finding("DYN901", 1, [Edit("2", 1, 5, 1, 6)]))
+        return out
+
+    result = fix_text(text, lint, unsafe=False)
+    assert result.text == "b = 2\n"
+    assert [f.code for f in result.fixed] == ["DYN900", "DYN901"]  # one per pass
+    assert not result.remaining and not result.errors
+
+
+def test_passes_are_bounded_and_the_rest_is_reported():
+    rows = 20
+    text = "a\n" * rows
+
+    def lint(t):
+        # Every finding's edit runs to the end of the file, so each pass can apply only one.
+        lines = t.splitlines(keepends=True)
+        return [
+            _finding("DYN900", i, [Edit("b\n" + "".join(lines[i:]), i, 1, rows + 1, 1)])
+            for i, line in enumerate(lines, 1)
+            if line == "a\n"
+        ]
+
+    result = fix_text(text, lint, unsafe=False)
+    n = fix_apply.MAX_PASSES
+    assert result.text == "b\n" * n + "a\n" * (rows - n)
+    assert len(result.fixed) == n and len(result.remaining) == rows - n
+    assert result.errors == [f"fixes in x.py needed more than {n} passes; {rows - n} left for another run"]
+
+
 def test_identical_edits_from_two_fixes_are_applied_once():
     text = "x\ny\n"
     shared = Edit("import torch\n", 1, 1, 1, 1)
@@ -662,6 +699,24 @@ def test_fix_writes_atomically_and_keeps_bom_crlf_and_encoding(tmp_path):
     assert latin.read_bytes() == expected.encode("latin-1")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bom.py", "latin.py"]  # no temp files left
     assert "Found 2 errors (2 fixed, 0 remaining)." in res.output
+
+
+def test_failed_write_leaves_the_original_and_no_temp_file(tmp_path, monkeypatch):
+    path = tmp_path / "m.py"
+    path.write_text(PRINTING)
+    seen = []
+
+    def failing_replace(src, dst):
+        seen.append((Path(src).parent, Path(src).read_text()))  # the temp file sits next to the target
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fix_apply.os, "replace", failing_replace)
+    res = _check("--fix", path)
+    assert seen == [(tmp_path, GUARDED)]
+    assert path.read_text() == PRINTING
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
+    assert "cannot write" in res.output and "No space left on device" in res.output
+    assert res.exit_code == 1
 
 
 def test_file_changed_on_disk_while_fixing_is_not_written(tmp_path, monkeypatch):
