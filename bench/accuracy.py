@@ -71,6 +71,9 @@ class ModelRun:
     name: str
     executed: set = field(default_factory=set)  # (file, line)
     breaks: list = field(default_factory=list)  # (file, line, reason)
+    # (file, line) inside functions Dynamo stopped tracing (recompile limit, a frame it skipped
+    # after a break it could not resume from): it neither confirms nor denies findings there.
+    untraced: list = field(default_factory=list)
     graph_count: int = 0
     error: str | None = None
     seconds: float = 0.0
@@ -157,6 +160,7 @@ class _GraphBreakLog(logging.Handler):
         super().__init__(logging.DEBUG)
         self.root = root
         self.sites: list[tuple] = []
+        self.untraced: list[tuple] = []
 
     def __enter__(self):
         import torch._logging
@@ -176,6 +180,11 @@ class _GraphBreakLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         msg = record.getMessage()
+        if "recompile_limit" in msg or "cache_size_limit" in msg:
+            where = re.search(r"function: '.*?' \((.+?):(\d+)\)", msg)
+            if where and where.group(1).startswith(self.root):
+                self.untraced.append((where.group(1), int(where.group(2))))
+            return
         at = self.AT.search(msg)
         if at is None:
             return
@@ -190,6 +199,8 @@ class _GraphBreakLog(logging.Handler):
         # The line in user code is the first place named; frames below it come from the traceback.
         f, line = mine[0] if places[0][0].startswith(self.root) else mine[-1]
         self.sites.append((f, line, text[:120]))
+        if "Skipping the function" in msg:
+            self.untraced.append((f, line))
 
 
 def run_model(name: str, builder, root: str) -> ModelRun:
@@ -236,6 +247,7 @@ def run_model(name: str, builder, root: str) -> ModelRun:
             # missing from `break_reasons`; the graph-break log still names its line.
             known = {(f, line) for f, line, _ in run.breaks}
             run.breaks += [b for b in logged.sites if (b[0], b[1]) not in known]
+            run.untraced += [u for u in logged.untraced if u not in run.untraced]
     except Exception as exc:  # a model that cannot be built or run is skipped, not fatal
         run.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:150] if str(exc) else ''}"
     run.seconds = time.time() - t0
@@ -249,7 +261,8 @@ def save_runs(path: str, runs: list[ModelRun], root: str) -> None:
     data = [
         {"name": r.name, "error": r.error, "graph_count": r.graph_count, "seconds": r.seconds,
          "executed": sorted([rel(f), l] for f, l in r.executed),
-         "breaks": [[rel(f), l, why] for f, l, why in r.breaks]}
+         "breaks": [[rel(f), l, why] for f, l, why in r.breaks],
+         "untraced": [[rel(f), l] for f, l in r.untraced]}
         for r in runs
     ]
     Path(path).write_text(json.dumps(data))
@@ -260,7 +273,8 @@ def load_runs(path: str, root: str) -> list[ModelRun]:
     for d in json.loads(Path(path).read_text()):
         runs.append(
             ModelRun(d["name"], {(root + f, l) for f, l in d["executed"]},
-                     [(root + f, l, why) for f, l, why in d["breaks"]], d["graph_count"], d["error"], d["seconds"])
+                     [(root + f, l, why) for f, l, why in d["breaks"]], [(root + f, l) for f, l in d.get("untraced", [])],
+                     d["graph_count"], d["error"], d["seconds"])
         )
     return runs
 
@@ -296,9 +310,15 @@ def score(runs: list[ModelRun], findings, verbose: bool):
     tp = collections.Counter()
     total = collections.Counter()
     false_alarms = []
+    unverified = []
+    untraced = _untraced_ranges({u for r in runs for u in r.untraced})
     for f in live:
+        on_site = any((f.filename, row) in sites for row in range(f.row, f.end_row + 1))
+        if not on_site and any(lo <= f.row <= hi for lo, hi in untraced.get(f.filename, ())):
+            unverified.append(f)  # Dynamo gave up on that function: it cannot tell
+            continue
         total[f.code] += 1
-        if any((f.filename, row) in sites for row in range(f.row, f.end_row + 1)):
+        if on_site:
             tp[f.code] += 1
         else:
             false_alarms.append(f)
@@ -313,7 +333,28 @@ def score(runs: list[ModelRun], findings, verbose: bool):
             found[code] += 1
         else:
             misses.append((site, reason))
-    return tp, total, found, sites, false_alarms, misses
+    return tp, total, found, sites, false_alarms, misses, unverified
+
+
+def _untraced_ranges(points) -> dict[str, list[tuple[int, int]]]:
+    """(file, line) points -> line ranges of the innermost functions holding them."""
+    import ast
+
+    out: dict[str, list[tuple[int, int]]] = {}
+    for filename in {f for f, _ in points}:
+        try:
+            tree = ast.parse(Path(filename).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for f, line in points:
+            if f != filename:
+                continue
+            holders = [d for d in defs if d.lineno <= line <= d.end_lineno]
+            if holders:
+                d = max(holders, key=lambda d: d.lineno)
+                out.setdefault(filename, []).append((d.lineno, d.end_lineno))
+    return out
 
 
 def main(argv=None) -> int:
@@ -351,7 +392,7 @@ def main(argv=None) -> int:
     t0 = time.time()
     findings = lint(files)
     lint_s = time.time() - t0
-    tp, total, found, sites, false_alarms, misses = score(ok, findings, args.verbose)
+    tp, total, found, sites, false_alarms, misses, unverified = score(ok, findings, args.verbose)
 
     def rel(p):
         return p[len(root):] if p.startswith(root) else p
@@ -376,6 +417,10 @@ def main(argv=None) -> int:
         print("\nfindings on executed lines with no break there:")
         for f in false_alarms:
             print(f"  {rel(f.filename)}:{f.row}:{f.column}: {f.code} {f.message}")
+    if unverified:
+        print(f"\nnot scored: {len(unverified)} findings in functions Dynamo stopped tracing (recompile limit or a skipped frame):")
+        for f in unverified:
+            print(f"  {rel(f.filename)}:{f.row}:{f.column}: {f.code}")
     skipped = [r for r in runs if r.error]
     if skipped and args.verbose:
         print("\nskipped models:")
@@ -396,6 +441,7 @@ def main(argv=None) -> int:
                     "per_rule": {c: {"findings": total[c], "true": tp[c], "sites_found": found[c]} for c in set(total) | set(found)},
                     "misses": [(rel(f), l, why) for (f, l), why in misses],
                     "false_alarms": [(rel(f.filename), f.row, f.code) for f in false_alarms],
+                    "not_scored": [(rel(f.filename), f.row, f.code) for f in unverified],
                 },
                 indent=1,
             )

@@ -45,7 +45,9 @@ def run_probe(example: Example) -> dict:
     torch._dynamo.reset()
     mod = load_example(example)
     target = target_of(mod)
-    env = {"torch": torch}
+    import numpy
+
+    env = {"torch": torch, "np": numpy}
     inputs = eval(example.inputs, env)
     if example.dynamo in (BREAKS, CLEAN):
         torch.manual_seed(0)

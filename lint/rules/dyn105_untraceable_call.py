@@ -2,13 +2,16 @@
 
 ## What it does
 Finds calls into modules Dynamo skips: `time.time()`, `time.perf_counter()`, `time.monotonic()`,
-Python's `random.*`, `torch.get_rng_state()` / `torch.set_rng_state()`, `input()`, `open()`, and
+Python's `random.*`, NumPy random functions Dynamo cannot map to torch (`np.random.permutation`),
+`torch.get_rng_state()` / `torch.set_rng_state()`, `input()`, `open()`, and
 calls of `nn.LSTM` / `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
 
 ## Why it breaks the graph
 These functions live in files Dynamo does not trace ("Attempted to call function marked as
-skipped"). The graph ends before the call and a new one starts after it. Note that NumPy's random
-functions and `math.*` *are* traced and are not reported.
+skipped"). The graph ends before the call and a new one starts after it. `math.*` and the NumPy
+random functions that `torch._numpy` implements (`np.random.rand`, `randn`, `randint`, `uniform`,
+`normal`, `choice`, `shuffle`, ...) *are* traced and are not reported; others, such as
+`np.random.permutation`, are "unsupported by PyTorch" and break.
 
 ## Example
 ```python
@@ -46,6 +49,11 @@ UNTRACEABLE = frozenset(
 )
 # Python's random module: every function in it.
 RANDOM_PREFIX = "random."
+# NumPy's random functions that torch._numpy implements (Dynamo traces these); any other
+# `numpy.random.*` call (`permutation`, `default_rng`, ...) is "unsupported by PyTorch" and breaks.
+NUMPY_RANDOM_TRACED = frozenset(
+    {"choice", "normal", "rand", "randint", "randn", "random", "random_sample", "sample", "seed", "shuffle", "uniform"}
+)
 
 
 class UntraceableCall(Rule):
@@ -67,7 +75,8 @@ class UntraceableCall(Rule):
         q = ctx.call_name(node)
         if q is None:
             return
-        if q in UNTRACEABLE or (q.startswith(RANDOM_PREFIX) and q.count(".") == 1):
+        untraced_numpy = q.startswith("numpy.random.") and q.count(".") == 2 and q.rsplit(".", 1)[1] not in NUMPY_RANDOM_TRACED
+        if q in UNTRACEABLE or (q.startswith(RANDOM_PREFIX) and q.count(".") == 1) or untraced_numpy:
             ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo and breaks the graph; call it outside the compiled region")
 
     invalid = (
@@ -129,6 +138,18 @@ class UntraceableCall(Rule):
             dynamo=BREAKS,
             inputs="(torch.randn(2, 3, 4),)",
         ),
+        Example(
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                order = np.random.permutation(np.arange(4))  # expect: DYN105
+                return x + 1
+            """,
+            dynamo=BREAKS,
+        ),
     )
     valid = (
         Example(
@@ -140,6 +161,18 @@ class UntraceableCall(Rule):
             @torch.compile
             def f(x):
                 return x * math.sqrt(x.shape[0]) + np.sqrt(2.0)
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                noise = np.random.rand(3)  # traced through torch._numpy
+                return x + 1
             """,
             dynamo=CLEAN,
         ),

@@ -53,6 +53,13 @@ def _is_dtype_or_device_check(node) -> bool:
     return any(isinstance(p, cst.Attribute) and p.attr.value in ("dtype", "device") for p in parts)
 
 
+def _guarded(ctx) -> set:
+    """ids of operands behind a dtype or device check, per function being walked."""
+    if not hasattr(ctx, "dtype_guarded_operands"):
+        ctx.dtype_guarded_operands = set()
+    return ctx.dtype_guarded_operands
+
+
 class TensorControlFlow(Rule):
     code = "DYN120"
     name = "tensor-control-flow"
@@ -75,12 +82,17 @@ class TensorControlFlow(Rule):
                 # `x.dtype == torch.float16 and torch.isinf(x).any()`: Dynamo knows the dtype, so
                 # the tensor test only runs (and breaks) for that dtype; not reported.
                 operands = [node.left]
+                # Its `not` operand too (`... float16 and not torch.isfinite(x).all()`), which is
+                # visited after this node: remember it.
+                _guarded(ctx).add(id(node.right))
             for operand in operands:
                 if isinstance(operand, (cst.BooleanOperation, cst.UnaryOperation)):
                     continue
                 if _is_tensor_condition(operand, ctx):
                     ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"))
         elif isinstance(node, cst.UnaryOperation):
+            if id(node) in _guarded(ctx):
+                return
             if isinstance(node.operator, cst.Not) and not isinstance(node.expression, cst.BooleanOperation):
                 if _is_tensor_condition(node.expression, ctx):
                     ctx.report(self, node.expression, MESSAGE.format(what="`not`"), fix=where_fix(ctx, node.expression, self.code))
@@ -186,6 +198,21 @@ class TensorControlFlow(Rule):
         ),
     )
     valid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                # float32 inputs never evaluate the tensor tests: Dynamo knows the dtype.
+                if x.dtype == torch.float16 and not torch.isfinite(x).all():
+                    x = x.clamp(-100.0, 100.0)
+                if x.dtype == torch.float16 and torch.isinf(x).any():
+                    x = x * 0
+                return x * 2
+            """,
+            dynamo=CLEAN,
+        ),
         Example(
             """
             import torch

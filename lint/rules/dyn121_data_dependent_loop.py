@@ -1,8 +1,8 @@
 """DYN121: Python loop whose trip count comes from tensor values.
 
 ## What it does
-Finds `for` loops (and comprehensions) over `range(t)` where `t` is a tensor value
-(`range(x.max())`), and over the result of an operator whose length depends on data
+Finds `range(t)` where `t` is a tensor value (`for i in range(x.max())`,
+`list(range(n - 1, n))` with `n` a NumPy or tensor value), and `for` loops (and comprehensions) over the result of an operator whose length depends on data
 (`for c in torch.unique(labels)`, `x.nonzero()`, boolean-mask indexing), in a compile region.
 Loops over `range(5)` or `range(x.size(0))` are unrolled by Dynamo and are not reported here.
 
@@ -37,14 +37,17 @@ class DataDependentLoop(Rule):
     code = "DYN121"
     name = "data-dependent-loop"
     summary = "Loop length comes from tensor values"
-    node_types = (cst.For, cst.CompFor)
+    node_types = (cst.For, cst.CompFor, cst.Call)
 
     def check(self, node, ctx):
+        if isinstance(node, cst.Call):
+            # `range(t)` anywhere, not only as a loop's iterable: `list(range(n - 1, n))` breaks too.
+            if ctx.call_name(node) == "range" and any(ctx.is_tensor(a.value) for a in node.args):
+                ctx.report(self, node, "`range()` of a tensor value needs the value while tracing and breaks the graph")
+            return
         it = node.iter
         if isinstance(it, cst.Call) and ctx.call_name(it) == "range":
-            if any(ctx.is_tensor(a.value) for a in it.args):
-                ctx.report(self, it, "`range()` of a tensor value needs the value while tracing and breaks the graph")
-            return
+            return  # reported as a call
         if isinstance(it, cst.Call) and ctx.is_tensor(it):
             name = it.func.attr.value if isinstance(it.func, cst.Attribute) else None
             if name in DATA_DEPENDENT_LENGTH:
@@ -78,6 +81,22 @@ class DataDependentLoop(Rule):
                 return total
             """,
             dynamo=BREAKS,
+        ),
+    )
+    invalid = invalid + (
+        Example(
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x, ends):
+                end = ends[0]  # a NumPy value: a tensor while Dynamo traces
+                blocks = list(range(end - 1, end))  # expect: DYN121
+                return x + len(blocks)
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.ones(3), np.array([3, 4]))",
         ),
     )
     valid = (
