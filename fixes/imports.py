@@ -26,16 +26,23 @@ def _dotted(node: cst.BaseExpression) -> Optional[str]:
 
 def _top_level_import_lines(module: cst.Module) -> Iterable[cst.SimpleStatementLine]:
     """Import lines at module level, including those under a top-level `if` / `try`
-    (`if is_torch_available(): import torch`), where the name is bound whenever the code runs."""
+    (`if is_torch_available(): import torch`), where the name is bound whenever the code runs
+    (not under `if TYPE_CHECKING:`, which never runs)."""
     stack = list(reversed(module.body))
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, cst.SimpleStatementLine):
             if any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
                 yield stmt
-        elif isinstance(stmt, (cst.If, cst.Try)):
+        elif isinstance(stmt, cst.Try) or (isinstance(stmt, cst.If) and not _is_type_checking(stmt.test)):
             inner = list(stmt.body.body) if isinstance(stmt.body, cst.IndentedBlock) else []
             stack.extend(reversed(inner))
+
+
+def _is_type_checking(test: cst.BaseExpression) -> bool:
+    """`if TYPE_CHECKING:` / `if typing.TYPE_CHECKING:`: its imports are never bound at run time."""
+    name = _dotted(test)
+    return name is not None and name.split(".")[-1] == "TYPE_CHECKING"
 
 
 def torch_name(module: cst.Module) -> Optional[str]:

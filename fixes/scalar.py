@@ -37,7 +37,7 @@ def item_fix(ctx, call: cst.Call, code: str = "DYN110"):
     stmt = ctx.statement
     unused = _unused_statement(info, ctx, stmt, call)
     # `.item()` is also reported on NumPy values; only a tensor may stay what it is.
-    is_tensor = ctx.is_tensor(receiver) and not ctx.is_numpy(receiver)
+    is_tensor = ctx.is_definite_tensor(receiver) and not ctx.is_numpy(receiver)
     if unused is not None:
         deletable = pure(receiver, ctx)
         if not (deletable or is_tensor):

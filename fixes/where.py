@@ -26,6 +26,7 @@ from dynalint.findings import UNSAFE, Edit
 from .base import SourceInfo, atom_text, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
 from .purity import is_number, pure
+from .variables import may_be_none, variable_names
 
 
 @dataclass
@@ -78,6 +79,13 @@ def _plan(info: SourceInfo, ctx, reported: cst.BaseExpression) -> Optional[Where
     a, b = branches
     nodes = [x for x in (a, b) if not isinstance(x, str)]
     if not all(_simple_branch(x, ctx) for x in nodes) or not any(ctx.is_tensor(x) for x in nodes):
+        return None
+    # Both branches are now evaluated: a variable that may be None (`if mask is None: ...`,
+    # an Optional parameter) would raise in the branch that eager code never ran.
+    names = {n for n in (a, b) if isinstance(n, str)}
+    for x in nodes:
+        names |= variable_names(x)
+    if any(may_be_none(ctx.fn, n) for n in names):
         return None
     if negated:
         a, b = b, a

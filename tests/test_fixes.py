@@ -201,6 +201,48 @@ def test_import_torch_goes_after_docstring_and_future_imports():
     assert '\nimport contextlib\n\n\nimport torch\nimport torch.nn as nn\n' in result.text
 
 
+def test_import_torch_placement_with_headers_and_type_checking_imports():
+    # Shebang, coding cookie, docstring, __future__: the import goes after all of them.
+    result = fixed(
+        '''
+        #!/usr/bin/env python
+        # -*- coding: utf-8 -*-
+        """Doc."""
+        from __future__ import annotations
+        # a comment that belongs to the class
+        class M(Module):
+            def forward(self, x):
+                print(x.shape)
+                return x
+        from torch.nn import Module
+        ''',
+        unsafe=False,
+    )
+    assert result.text.startswith(
+        '#!/usr/bin/env python\n# -*- coding: utf-8 -*-\n"""Doc."""\nfrom __future__ import annotations\nimport torch\n'
+        "# a comment that belongs to the class\nclass M(Module):\n"
+    )
+    # `import torch` under `if TYPE_CHECKING:` is not bound at run time: a real one is added.
+    result = fixed(
+        """
+        from typing import TYPE_CHECKING
+        from torch.nn import Module
+
+        if TYPE_CHECKING:
+            import torch
+
+
+        class M(Module):
+            def forward(self, x: "torch.Tensor"):
+                print(x.shape)
+                return x
+        """,
+        unsafe=False,
+    )
+    assert result.text.startswith("from typing import TYPE_CHECKING\nimport torch\nfrom torch.nn import Module\n\n")
+    assert "        if not torch.compiler.is_compiling():\n            print(x.shape)\n" in result.text
+
+
 def test_torch_alias_is_used():
     result = fixed(
         """
@@ -410,6 +452,29 @@ def test_unused_item_is_deleted_and_impure_receiver_kept():
     )
 
 
+def test_conversion_of_a_presumed_tensor_is_not_rewritten_to_tensor_methods():
+    """transformers' ProphetNet: `int(self.padding_idx + num_input_ids)` where the sum is only
+    presumed a tensor (it comes from an unannotated `inputs_shape` parameter, really a Size):
+    `(...).long()` would raise AttributeError on an int."""
+    result = fixed(
+        """
+        import torch
+        from torch import nn
+
+        class Positions(nn.Embedding):
+            def forward(self, inputs_shape, device, past_key_values=None):
+                prev = past_key_values.get_seq_length()
+                num_input_ids = inputs_shape[1] + prev
+                ids = torch.ones((1, 1), dtype=torch.long, device=device) * (
+                    int(self.padding_idx + num_input_ids)
+                )
+                return super().forward(ids)
+        """
+    )
+    assert result.text == result.original
+    assert [(f.code, f.fix) for f in result.remaining] == [("DYN110", None)]
+
+
 def test_item_used_as_index_or_logged_gets_no_fix():
     result = fixed(
         """
@@ -496,6 +561,43 @@ def test_where_forms():
             return x
         """,
     )
+
+
+def test_no_where_when_a_branch_variable_may_be_none():
+    """timm's gemma4_vit: `if patch_valid is None: ... if sentinel.any(): patch_valid = ~sentinel`
+    must not become `torch.where(sentinel.any(), ~sentinel, patch_valid)` (patch_valid is None
+    there: where would raise). Optional parameters and `v = None` bindings count too."""
+    result = fixed(
+        """
+        from typing import Optional
+        import torch
+
+        @torch.compile
+        def f(x, coord: torch.Tensor, valid: Optional[torch.Tensor] = None):
+            if valid is None:
+                sentinel = (coord == -1).all(dim=-1)
+                if sentinel.any():
+                    valid = ~sentinel
+            return x, valid
+
+        @torch.compile
+        def g(x, bias: torch.Tensor | None):
+            if x.sum() > 0:
+                y = x + bias
+            else:
+                y = x
+            return y
+
+        @torch.compile
+        def h(x):
+            extra = None
+            if x.sum() > 0:
+                extra = x * 2
+            return x, extra
+        """
+    )
+    assert result.text == result.original
+    assert [(f.code, f.fix) for f in result.remaining] == [("DYN120", None)] * 3
 
 
 def test_branches_with_side_effects_or_elif_get_no_fix():

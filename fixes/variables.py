@@ -1,0 +1,81 @@
+"""Facts about a function's variables that a fix needs and the lint's kinds do not track:
+which names an expression reads, and whether a variable may hold None."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def variable_names(root: cst.CSTNode) -> set[str]:
+    """Names read as variables under root (attribute names and keyword names are not variables;
+    names bound inside nested lambdas and comprehensions are included, conservatively)."""
+    return _names(root) - {"True", "False", "None"}
+
+
+def _names(root: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            out.add(node.value)
+        elif isinstance(node, cst.Attribute):
+            stack.append(node.value)
+        elif isinstance(node, cst.Arg):
+            stack.append(node.value)
+        else:
+            stack.extend(node.children)
+    return out
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _is_name(node, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
+
+
+def _annotation_admits_none(ann: cst.Annotation) -> bool:
+    return bool({"None", "Optional"} & _names(ann.annotation))
+
+
+def _parameter_may_be_none(fn: cst.FunctionDef, name: str) -> bool:
+    params = fn.params
+    for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        if p.name.value != name:
+            continue
+        if p.default is not None and _is_none(p.default):
+            return True
+        return p.annotation is not None and _annotation_admits_none(p.annotation)
+    return False
+
+
+def _none_test_or_binding(node: cst.CSTNode, name: str) -> bool:
+    """`name is None` / `name is not None` / `name == None`, or `name = None` / `name: T = None`."""
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        other = node.comparisons[0].comparator
+        left = node.left
+        return (_is_name(left, name) and _is_none(other)) or (_is_none(left) and _is_name(other, name))
+    if isinstance(node, cst.Assign) and _is_none(node.value):
+        return any(_is_name(t.target, name) for t in node.targets)
+    if isinstance(node, cst.AnnAssign):
+        return _is_name(node.target, name) and (
+            (node.value is not None and _is_none(node.value)) or _annotation_admits_none(node.annotation)
+        )
+    return False
+
+
+def may_be_none(fn: cst.FunctionDef, name: str) -> bool:
+    """Could the variable hold None somewhere in fn? A parameter defaulting to None or annotated
+    Optional, a `name = None` binding, or a `name is None` test anywhere in the function (a test
+    says that the author expects None there)."""
+    if _parameter_may_be_none(fn, name):
+        return True
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if _none_test_or_binding(node, name):
+            return True
+        stack.extend(node.children)
+    return False
