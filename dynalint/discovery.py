@@ -57,10 +57,12 @@ class _Ignorer:
             self._specs[key] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
         return self._specs[key]
 
-    def ignored(self, path: Path, is_dir: bool, top: Optional[Path] = None) -> bool:
+    def ignored(self, path: Path, is_dir: bool, top: Optional[Path] = None, floor: Optional[Path] = None) -> bool:
+        """floor: a folder named on the command line that git itself ignores; as ruff does, it is
+        walked anyway, so only the .gitignore files at and below it apply."""
         if not self.enabled:
             return False
-        root = self.git_root(path.parent) or top or path.parent
+        root = floor or self.git_root(path.parent) or top or path.parent
         chain = []
         d = path.parent
         while True:
@@ -132,12 +134,13 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
         if force_exclude and is_excluded(given, config):
             continue
         top = given.absolute()
+        floor = top if ignorer.ignored(top, True, top.parent) else None
         for dirpath, dirnames, filenames in os.walk(given):
             d = Path(dirpath)
             keep = []
             for name in sorted(dirnames):
                 sub = d / name
-                if _excluded(sub.absolute(), config) or ignorer.ignored(sub.absolute(), True, top):
+                if _excluded(sub.absolute(), config) or ignorer.ignored(sub.absolute(), True, top, floor):
                     continue
                 keep.append(name)
             dirnames[:] = keep
@@ -145,7 +148,7 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
                 if not name.endswith(".py"):
                     continue
                 f = d / name
-                if _excluded(f.absolute(), config) or ignorer.ignored(f.absolute(), False, top):
+                if _excluded(f.absolute(), config) or ignorer.ignored(f.absolute(), False, top, floor):
                     continue
                 if f not in seen:
                     seen.add(f)

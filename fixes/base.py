@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Optional
 import libcst as cst
 
 from dynalint.findings import Edit, Fix
+from dynalint.lint import fastcst
 
 # Fix generator failures seen in this process: (rule code, repr of the exception).
 FIX_ERRORS: list[tuple[str, str]] = []
@@ -53,7 +54,7 @@ class SourceInfo:
 
     @functools.cached_property
     def lines(self) -> list[str]:
-        return split_lines(self.module.code)
+        return split_lines(fastcst.source_of(self.module))  # the parsed text, not a regeneration
 
     @functools.cached_property
     def parents(self) -> dict[int, cst.CSTNode]:
@@ -61,7 +62,8 @@ class SourceInfo:
         stack: list[cst.CSTNode] = [self.module]
         while stack:
             node = stack.pop()
-            for child in node.children:
+            # fastcst.children: the same child nodes as `.children`, without libcst rebuilding `node`.
+            for child in fastcst.children(node):
                 parents[id(child)] = node
                 stack.append(child)
         return parents

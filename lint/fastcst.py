@@ -203,20 +203,37 @@ def _visit_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, cls: type, skip: fr
 
 
 class Positions(dict):
-    """libcst `PositionProvider` positions (node -> CodeRange), computed for some top-level
-    statements first; any other node makes it compute the whole module on first access."""
+    """libcst `PositionProvider` positions (node -> CodeRange), computed for some pieces of the
+    module first; any other node makes it compute the whole module on first access.
+
+    A piece is positioned as if it started on line 1 and moved down to its real line only when
+    one of its nodes is looked up (most of its nodes never are)."""
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__()
         self.module = module
         self.complete = False
+        self.shifted: list[tuple[dict, int]] = []  # (positions from line 1, lines to add)
 
     def __missing__(self, node: cst.CSTNode):
+        for computed, delta in self.shifted:
+            rng = computed.get(node)
+            if rng is not None:
+                moved = _shift(rng, delta)
+                self[node] = moved
+                return moved
         if self.complete:
             raise KeyError(node)
         self.complete = True
+        self.shifted = []
         self.update(_module_positions(self.module))
         return self[node]
+
+
+def _shift(rng, delta: int):
+    from libcst._position import CodePosition, CodeRange
+
+    return CodeRange(CodePosition(rng.start.line + delta, rng.start.column), CodePosition(rng.end.line + delta, rng.end.column))
 
 
 def _provider():
@@ -236,43 +253,84 @@ def _module_positions(module: cst.Module) -> dict:
     return provider._computed
 
 
+# The text the last few positioned modules were parsed from (libcst round-trips it exactly), so
+# fix generators, which run right after `positions`, need not regenerate it with `module.code`.
+# libcst nodes take no weak references: a short list holds the modules themselves.
+_SOURCES: list[tuple[cst.Module, str]] = []
+
+
+def _remember_source(module: cst.Module, source: str) -> None:
+    _SOURCES.append((module, source))
+    del _SOURCES[:-4]
+
+
+def source_of(module: cst.Module) -> str:
+    """`module.code`, from the text it was parsed from when `positions` was given it."""
+    for known, text in reversed(_SOURCES):
+        if known is module:
+            return text
+    return module.code
+
+
 def positions(module: cst.Module, source: Optional[str] = None, within: Optional[set] = None) -> Positions:
     """Positions of the nodes inside the top-level statements `within` (all when None).
 
-    A top-level statement starts at column 0 of some line; that line is found by locating the
-    statement's own code in `source` (the text the module was parsed from), and the statement is
-    then positioned exactly as the whole-module generator would, starting from that line. When
-    the code is not found exactly once, every statement is positioned instead.
+    When `within` came from `enclosing_statements`, only the functions it names are positioned
+    (a big class with one reporting method costs one method); otherwise each whole top-level
+    statement. Either piece starts at column 0 of some line; that line is found by locating the
+    piece's own code in `source` (the text the module was parsed from), and the piece is then
+    positioned exactly as the whole-module generator would, starting from that line with the
+    same indentation. A piece whose code is not found exactly once falls back to its whole
+    top-level statement, and that to the whole module. Nodes outside the positioned pieces are
+    positioned on first access (the whole module, once).
     """
     out = Positions(module)
+    if source is not None:
+        _remember_source(module, source)
     if within is None or source is None or not _positions_within(module, source, within, out):
         out.complete = True
         out.update(_module_positions(module))
     return out
 
 
-def _positions_within(module: cst.Module, source: str, within: set, out: dict) -> bool:
-    from libcst.metadata.position_provider import PositionProvidingCodegenState
-
-    provider = _provider()
+def _positions_within(module: cst.Module, source: str, within: set, out: Positions) -> bool:
+    functions = getattr(within, "functions", {})
     cursor = 0
     for stmt in module.body:
         if stmt not in within:
             continue
-        text = module.code_for_node(stmt)
-        start = source.find(text, cursor)
-        if start < 0 or source.find(text, start + 1) >= 0:
-            return False
-        if start and source[start - 1] not in "\r\n":
-            return False
-        state = PositionProvidingCodegenState(
-            default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
-        )
-        state.line = _line_of(source, start)
-        stmt._codegen(state)
-        cursor = start + len(text)
-    out.update(provider._computed)
+        pieces = functions.get(stmt)
+        if pieces is None or not all(_position_piece(module, source, node, indents, 0, out) for node, indents in pieces):
+            end = _position_piece(module, source, stmt, (), cursor, out)
+            if end is None:
+                return False
+            cursor = end
     return True
+
+
+def _position_piece(module: cst.Module, source: str, node: cst.CSTNode, indents: tuple, cursor: int, out: Positions) -> Optional[int]:
+    """Position `node` (a statement starting a line, inside blocks indented by `indents`) if its
+    code occurs exactly once in `source` after `cursor`; returns the offset after it, else None."""
+    from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+    provider = _provider()
+    state = PositionProvidingCodegenState(
+        default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
+    )
+    state.indent_tokens = list(indents)
+    node._codegen(state)  # as if it started on line 1; moved to its real line on lookup
+    text = "".join(state.tokens)
+    start = source.find(text, cursor)
+    if start < 0 or source.find(text, start + 1) >= 0:
+        return None
+    if start and source[start - 1] not in "\r\n":
+        return None
+    delta = _line_of(source, start) - 1
+    if delta:
+        out.shifted.append((provider._computed, delta))
+    else:
+        out.update(provider._computed)
+    return start + len(text)
 
 
 def _line_of(source: str, offset: int) -> int:
@@ -285,21 +343,35 @@ def _line_of(source: str, offset: int) -> int:
     return len(NEWLINE_RE.findall(head)) + 1
 
 
+class Enclosing(set):
+    """Top-level statements, plus for each the function definitions inside it that matter, with
+    the indentation of the blocks around each (what `positions` needs to position them alone)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.functions: dict[cst.CSTNode, list[tuple[cst.CSTNode, tuple[str, ...]]]] = {}
+
+
 def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode]) -> Optional[set]:
     """The top-level statements that contain the given function definitions (found through
     statement bodies only, never through expressions); None if one of them is not found."""
     wanted = {id(f) for f in functions}
+    default = module.default_indent
+    out = Enclosing()
     found: set = set()
-    out: set = set()
     for stmt in module.body:
-        stack = [stmt]
+        stack: list[tuple[cst.CSTNode, tuple[str, ...]]] = [(stmt, ())]
         while stack:
-            node = stack.pop()
+            node, indents = stack.pop()
             if id(node) in wanted:
                 found.add(id(node))
                 out.add(stmt)
+                out.functions.setdefault(stmt, []).append((node, indents))
             if isinstance(node, STATEMENT_CONTAINERS):
-                stack.extend(children(node))
+                inner = indents
+                if type(node) is cst.IndentedBlock:
+                    inner = indents + (default if node.indent is None else node.indent,)
+                stack.extend((child, inner) for child in children(node))
     return out if found == wanted else None
 
 

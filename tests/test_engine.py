@@ -1,0 +1,291 @@
+"""The engine at scale: parallel and serial runs agree, the persistent cache is never stale when
+another file changes, concurrent runs do not corrupt it, the progress bar only goes to a terminal,
+and fastcst's shortcuts see exactly what libcst sees."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from dynalint.cache import Cache
+from dynalint.config import Config
+from dynalint.engine import SourceFile, analyze_files, module_name_for, select_findings
+from dynalint.lint import fastcst
+
+CLI = [sys.executable, "-c", "import sys; from dynalint.cli import main; sys.exit(main())"]
+ALL = Config(select=("ALL",))
+
+OPS = """
+import torch
+
+def normalize(x):
+    return x / x.norm()
+"""
+MODEL = """
+from torch import nn
+from .ops import normalize
+
+class Net(nn.Module):
+    def forward(self, x):
+        h = normalize(x)
+        if h.mean() > 0:
+            h = h * 2
+        return h
+"""
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+
+
+def sources(root: Path) -> list[SourceFile]:
+    out = []
+    for p in sorted(root.rglob("*.py")):
+        module, is_pkg = module_name_for(p)
+        out.append(SourceFile(p, p.relative_to(root).as_posix(), module, is_pkg))
+    return out
+
+
+def findings(root: Path, cache_dir=None, jobs=1) -> list[tuple]:
+    summaries = analyze_files(sources(root), ALL, jobs=jobs, cache_dir=cache_dir)
+    return [(f.filename, f.row, f.column, f.code, f.message) for f in select_findings(summaries, ALL)]
+
+
+def check_json(root: Path, *args: str) -> list[dict]:
+    proc = subprocess.run(
+        [*CLI, "check", "--output-format", "json", *args, "pkg"], cwd=root, capture_output=True, text=True
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+# -- parallel runs -----------------------------------------------------------------------------
+
+
+def test_parallel_and_serial_runs_give_the_same_findings_in_the_same_order(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/ops.py": OPS}
+    for i in range(12):  # enough files for the worker pool
+        files[f"pkg/m{i}.py"] = MODEL.replace("Net", f"Net{i}") + f"\n\ndef f{i}(x):\n    print(x)\n"
+    write_tree(tmp_path, files)
+    serial = findings(tmp_path, jobs=1)
+    assert len(serial) == 12 and {f[3] for f in serial} == {"DYN120"}
+    assert findings(tmp_path, jobs=2) == serial
+
+
+# -- the cache ---------------------------------------------------------------------------------
+
+
+def test_warm_run_follows_a_changed_helper_in_another_file(tmp_path):
+    """model.py's finding exists only because ops.normalize returns a tensor: when ops.py
+    changes, the warm run must change model.py's findings although model.py did not change."""
+    write_tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/model.py": MODEL})
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    cold = findings(root, cache_dir)
+    assert ("pkg/model.py", 8, "DYN120") in [(f[0], f[1], f[3]) for f in cold]
+    assert findings(root, cache_dir) == cold  # warm, nothing changed
+
+    (root / "pkg/ops.py").write_text("def normalize(x):\n    return 1\n")  # no longer a tensor
+    warm = findings(root, cache_dir)
+    assert warm == findings(root, None)
+    assert not [f for f in warm if f[0] == "pkg/model.py"]
+
+
+def test_warm_run_follows_a_changed_base_class_in_another_file(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/base.py": "from torch import nn\n\nclass Base(nn.Module):\n    pass\n",
+        "pkg/model.py": "from .base import Base\n\nclass Net(Base):\n    def forward(self, x):\n        print(x)\n        return x\n",
+    }
+    write_tree(tmp_path / "src", files)
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    assert [f[3] for f in findings(root, cache_dir)] == ["DYN101"]
+    (root / "pkg/base.py").write_text("class Base:\n    pass\n")  # not a module any more
+    assert findings(root, cache_dir) == [] == findings(root, None)
+    (root / "pkg/base.py").write_text(files["pkg/base.py"])
+    assert [f[3] for f in findings(root, cache_dir)] == ["DYN101"]
+
+
+def test_concurrent_runs_share_the_cache_without_corrupting_it(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/ops.py": OPS}
+    for i in range(10):
+        files[f"pkg/m{i}.py"] = MODEL.replace("Net", f"Net{i}")
+    write_tree(tmp_path, files)
+    expected = check_json(tmp_path, "--no-cache")
+    cmd = [*CLI, "check", "--output-format", "json", "-j", "2", "--cache-dir", str(tmp_path / "cache"), "pkg"]
+    for _ in range(2):
+        procs = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 1, err
+            assert json.loads(out) == expected
+    entries = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.name != ".gitignore"]
+    assert entries and not [p for p in entries if p.name.endswith(".tmp")]
+    cache = Cache(tmp_path / "cache")
+    assert all(cache.get(p.name) is not None for p in entries)
+    assert check_json(tmp_path, "--cache-dir", str(tmp_path / "cache")) == expected
+
+
+def test_a_damaged_cache_entry_is_a_miss(tmp_path):
+    cache = Cache(tmp_path)
+    key = cache.key("x = 1\n", "a.py", "a", False, ())
+    cache.put(key, {"filename": "a.py"})
+    assert cache.get(key) == {"filename": "a.py"}
+    path = next(p for p in tmp_path.rglob(key))
+    path.write_bytes(path.read_bytes()[:3])
+    assert cache.get(key) is None
+
+
+def test_the_key_covers_text_name_and_options(tmp_path):
+    cache = Cache(tmp_path)
+    base = cache.key("x = 1\n", "a.py", "a", False, ())
+    assert base == cache.key("x = 1\n", "a.py", "a", False, ())
+    others = [
+        cache.key("x = 2\n", "a.py", "a", False, ()),
+        cache.key("x = 1\n", "b.py", "a", False, ()),
+        cache.key("x = 1\n", "a.py", "pkg.a", False, ()),
+        cache.key("x = 1\n", "a.py", "a", True, ()),
+        cache.key("x = 1\n", "a.py", "a", False, ("my_is_compiling",)),
+    ]
+    assert len({base, *others}) == 6
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+
+def _many_files(root: Path, n: int = 60) -> None:
+    write_tree(root, {"pkg/__init__.py": "", **{f"pkg/m{i}.py": f"x{i} = {i}\n" for i in range(n)}})
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
+    _many_files(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    proc = subprocess.run([*CLI, "check", "--no-cache", "-j", "1", "pkg"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert "All checks passed!" in proc.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_terminal(tmp_path):
+    _many_files(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    leader, follower = os.openpty()
+    try:
+        proc = subprocess.run(
+            [*CLI, "check", "--no-cache", "-j", "1", "pkg"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=follower, env=env
+        )
+        os.close(follower)
+        follower = -1
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the writer is gone and everything was read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert proc.returncode == 0
+    assert b"60/61 files" in seen or b"61/61 files" in seen
+
+
+# -- discovery -----------------------------------------------------------------------------------
+
+
+def test_a_named_folder_inside_a_gitignored_one_is_walked(tmp_path, monkeypatch):
+    """As ruff does: `dynalint check ~/.pyenv/versions/.../site-packages/pkg` lints pkg although
+    the pyenv checkout's .gitignore lists `/versions`; files below still follow pkg's own rules."""
+    from dynalint.discovery import discover
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("/versions\n")
+    pkg = tmp_path / "versions" / "pkg"
+    write_tree(pkg, {"a.py": "", "sub/b.py": "", "gen/c.py": ""})
+    (pkg / ".gitignore").write_text("gen/\n")
+    monkeypatch.chdir(tmp_path)
+    assert [p.relative_to(pkg).as_posix() for p in discover([pkg], Config())] == ["a.py", "sub/b.py"]
+    assert discover([tmp_path], Config()) == []  # walking the repository still skips it
+
+
+# -- fastcst -------------------------------------------------------------------------------------
+
+SAMPLE = '''\
+import torch
+from torch import nn
+
+
+# a comment
+class Outer(nn.Module):
+    """Doc."""
+
+    class Inner:
+        def forward(self, x):
+            return x
+
+    @torch.no_grad()
+    def forward(self, x, *, mask=None):
+        if x.sum() > 0:  # branch
+            x = x * 2
+        for i in range(3):
+            x = x + i
+        return [y for y in (x, x)]
+
+    def same(self):
+        return 1
+
+
+class Other:
+    def same(self):
+        return 1
+
+
+if True:
+\tdef tabbed(x):
+\t\tprint(x); return {"k": x}
+'''
+
+
+def _all_nodes(module):
+    return list(fastcst.iter_nodes(module))
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_children_are_libcsts_children(newline):
+    module = cst.parse_module(SAMPLE.replace("\n", newline))
+    for node in _all_nodes(module):
+        assert fastcst.children(node) == list(node.children)
+        assert all(a is b for a, b in zip(fastcst.children(node), node.children))
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_positions_of_single_functions_match_the_whole_module(newline):
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    source = SAMPLE.replace("\n", newline)
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    functions = [n for n in _all_nodes(module) if isinstance(n, cst.FunctionDef)]
+    assert len(functions) == 5
+    for fn in functions:  # each alone, including the duplicated `same` (found twice: falls back)
+        within = fastcst.enclosing_statements(module, [fn])
+        got = fastcst.positions(module, source, within)
+        for node in fastcst.iter_nodes(fn):
+            assert got[node] == expected[node]
+    got = fastcst.positions(module, source, fastcst.enclosing_statements(module, functions))
+    for node in _all_nodes(module):  # nodes outside the pieces: the whole module, on demand
+        assert got[node] == expected[node]
+    assert fastcst.source_of(module) == source == module.code
