@@ -206,6 +206,20 @@ class FileAnalyzer:
         # The text `module` was parsed from, when known: lets positions and scans skip work.
         self.source: Optional[str] = None
 
+    def rnn_attrs_with_subclasses(self, cls: str) -> set[str]:
+        """RNN attributes of `cls` and of its subclasses in this file: a base class's forward
+        calling `self.rnn_v(x)` runs with the subclass that made `self.rnn_v` an `nn.LSTM`."""
+        out = set(self.rnn_attrs.get(cls, set()))
+        family, grew = {cls}, True
+        while grew:
+            grew = False
+            for name, info in self.summary.classes.items():
+                if name not in family and family.intersection(info.bases):
+                    family.add(name)
+                    out |= self.rnn_attrs.get(name, set())
+                    grew = True
+        return out
+
     # -- names ----------------------------------------------------------------------------
     def resolve(self, name: str) -> str:
         """Local dotted name -> fully qualified dotted name (through imports and local defs)."""
@@ -552,7 +566,7 @@ class FunctionContext(cst.CSTVisitor):
         self.is_forward = fn.name.value == "forward" and cls is not None
         self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
-        self.rnn_attrs = fa.rnn_attrs.get(cls, set()) if cls else set()
+        self.rnn_attrs = fa.rnn_attrs_with_subclasses(cls) if cls else set()
         self.class_info = fa.summary.classes.get(cls) if cls else None
         self.nested_defs: set[str] = set()
         self.numpy_names: set[str] = set()  # names bound to NumPy values

@@ -140,6 +140,28 @@ class UntraceableCall(Rule):
         ),
         Example(
             """
+            import torch
+            from torch import nn
+
+            class RNNBase(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = nn.Identity()
+
+                def forward(self, x):
+                    out, _ = self.rnn(x)  # expect: DYN105
+                    return out
+
+            class M(RNNBase):  # the subclass makes `self.rnn` an LSTM
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = nn.GRU(4, 4, batch_first=True)
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 3, 4),)",
+        ),
+        Example(
+            """
             import numpy as np
             import torch
 
