@@ -311,7 +311,9 @@ def score(runs: list[ModelRun], findings, verbose: bool):
     total = collections.Counter()
     false_alarms = []
     unverified = []
-    untraced = _untraced_ranges({u for r in runs for u in r.untraced})
+    # "step_unsupported": Dynamo gave up on the rest of that frame (it runs eagerly from there).
+    gave_up = {(f, line) for r in runs for f, line, why in r.breaks if why.startswith("step_unsupported")}
+    untraced = _untraced_ranges({u for r in runs for u in r.untraced} | gave_up)
     for f in live:
         on_site = any((f.filename, row) in sites for row in range(f.row, f.end_row + 1))
         if not on_site and any(lo <= f.row <= hi for lo, hi in untraced.get(f.filename, ())):
