@@ -38,8 +38,17 @@ def delete_statements(info: SourceInfo, positions, stmts: Iterable[cst.CSTNode])
                 # The block would be empty: the first deleted statement becomes `pass`.
                 edits.append(_replace_line_with(info, positions, stmt, "pass"))
             else:
-                edits.append(delete_lines(rng.start.line, rng.end.line))
+                edits.append(delete_lines(rng.start.line, _end_with_blank(info, rng.start.line, rng.end.line)))
     return edits
+
+
+def _end_with_blank(info: SourceInfo, row: int, end_row: int) -> int:
+    """The last row to delete: a statement between two blank lines takes the one after it along,
+    so that `a\n\nbreakpoint()\n\nb` becomes `a\n\nb`, not `a\n\n\nb`."""
+    def blank(r: int) -> bool:
+        return 1 <= r <= len(info.lines) and not info.line(r).strip()
+
+    return end_row + 1 if blank(row - 1) and blank(end_row + 1) else end_row
 
 
 def _replace_line_with(info: SourceInfo, positions, stmt: cst.CSTNode, content: str) -> Edit:

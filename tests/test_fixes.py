@@ -328,6 +328,40 @@ def test_debugger_call_and_its_unused_import_are_deleted_as_unsafe():
     )
 
 
+def test_deleting_a_statement_between_blank_lines_leaves_one_blank_line():
+    # examples/toynet/base.py: `import pdb` between the docstring and `import torch`.
+    assert_fixes(
+        '''
+        """Doc."""
+
+        import pdb
+
+        import torch
+
+
+        @torch.compile
+        def f(x):
+            y = x + 1
+
+            pdb.set_trace()
+
+            return y * 2
+        ''',
+        '''
+        """Doc."""
+
+        import torch
+
+
+        @torch.compile
+        def f(x):
+            y = x + 1
+
+            return y * 2
+        ''',
+    )
+
+
 def test_two_debugger_calls_remove_the_import_once_both_are_gone():
     assert_fixes(
         """
