@@ -2,7 +2,8 @@
 
     python bench/gpu_verify.py                     # every case, markdown table on stdout
     python bench/gpu_verify.py --only longformer   # some cases
-    python bench/gpu_verify.py --json reports.json # also every report as JSON
+    python bench/gpu_verify.py --out DIR           # also DIR/table.md, DIR/reports.json, DIR/reports.txt
+    python bench/gpu_verify.py --table DIR/reports.json ...  # the table again from saved reports
 
 Each case is what `dynalint verify` runs (the CLI line is printed with each row); this script
 only loops over them, keeps a time budget and prints one table. The real models are
@@ -108,9 +109,9 @@ CASES = [
     Case("ShapeBranch (dynamic)", f"{FIXTURES}/shape_branch.py::ShapeBranch",
          {"input_shape": [64, 16], "second_input_shape": [64, 32], "dynamic": True}),
     Case("longformer", f"{THIS}::longformer_tiny"),
+    Case("led", f"{THIS}::led_tiny"),
     Case("big_bird (block sparse)", f"{THIS}::big_bird_block_sparse"),
     Case("big_bird (short sequence)", f"{THIS}::big_bird_short_sequence"),
-    Case("led", f"{THIS}::led_tiny"),
 ]
 
 
@@ -136,19 +137,22 @@ def table_row(case: Case, report: dict) -> str:
     if report.get("error"):
         return f"| {case.name} | error: {report['error']} | | | | | | | |"
     b, a, t = report["before"], report["after"], report.get("timing") or {}
-    graphs = f"{b['graph_count']} / {len(b['break_reasons'])} → {a['graph_count']} / {len(a['break_reasons'])}"
+    graphs = f"{b['graph_count']} / {b['graph_break_count']} → {a['graph_count']} / {a['graph_break_count']}"
     if "recompiles" in b:
         graphs += f" (recompiles {b['recompiles']} → {a.get('recompiles')})"
     confirmed = sum(f["status"] == "confirmed" for f in report["findings"])
     findings = f"{len(report['fixes'])} fixed; {confirmed} confirmed, {len(report['missed'])} missed"
     speedup = "-" if t.get("speedup") is None else f"{t['speedup']:.2f}x"
+    compile_s = f"{_fmt(t.get('compile_before_s'), '.1f')} → {_fmt(t.get('compile_after_s'), '.1f')}"
     match = "yes" if report["outputs_match"] else "NO"
     return (f"| {case.name} | {graphs} | {findings} | {_fmt(t.get('eager_ms'))} | {_fmt(t.get('compiled_before_ms'))} | "
-            f"{_fmt(t.get('compiled_after_ms'))} | {speedup} | {match} ({_fmt(report.get('max_abs_diff'), '.1g')}) |")
+            f"{_fmt(t.get('compiled_after_ms'))} | {speedup} | {compile_s} | "
+            f"{match} ({_fmt(report.get('max_abs_diff'), '.1g')}) |")
 
 
 HEADER = ("| case | graphs / breaks before → after | fixes, findings | eager ms | compiled before ms | "
-          "compiled after ms | speedup | outputs match (max abs diff) |\n|---|---|---|---|---|---|---|---|")
+          "compiled after ms | speedup | compile s before → after | outputs match (max abs diff) |\n"
+          "|---|---|---|---|---|---|---|---|---|")
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -159,8 +163,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--unsafe-fixes", action="store_true")
     parser.add_argument("--budget", type=float, default=540.0, help="stop starting cases after this many seconds")
     parser.add_argument("--timeout", type=float, default=300.0, help="per child process")
-    parser.add_argument("--json", help="write {case: report} here (rewritten after each case)")
+    parser.add_argument("--out", help="write table.md, reports.json ({case: report}) and reports.txt (each "
+                        "report as `dynalint verify` prints it) here, rewritten after each case")
+    parser.add_argument("--table", nargs="+", metavar="REPORTS_JSON", help="print the table of saved reports, run nothing")
     args = parser.parse_args(argv)
+    if args.table:
+        return print_saved_table(args.table)
+    if args.out:
+        args.out = os.path.abspath(args.out)
     os.chdir(ROOT)
     cases = CASES
     if args.only:
@@ -178,16 +188,50 @@ def main(argv: Optional[list[str]] = None) -> int:
         rows.append(table_row(case, report))
         print(f"# {case.name}: {time.perf_counter() - t0:.1f} s  `{case.cli()} --repeat {args.repeat}`", flush=True)
         print(rows[-1], flush=True)
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(reports, fh, indent=2)
-    first = next((r for r in reports.values() if not r.get("error")), {})
+        if args.out:
+            write_outputs(args.out, cases, reports, rows, caption(reports, args, time.perf_counter() - start))
     print()
-    print(f"torch {first.get('torch')}, {first.get('device_name')}, repeat {args.repeat}, "
-          f"total {time.perf_counter() - start:.0f} s")
+    print(caption(reports, args, time.perf_counter() - start))
     print(HEADER)
     print("\n".join(rows))
     return 0
+
+
+def print_saved_table(paths: list[str]) -> int:
+    """The table of `--out` runs' reports.json files (cases in CASES order)."""
+    reports = {}
+    for path in paths:
+        with open(path) as fh:
+            reports.update(json.load(fh))
+    by_name = {c.name: c for c in CASES}
+    print(HEADER)
+    for name, report in sorted(reports.items(), key=lambda kv: list(by_name).index(kv[0]) if kv[0] in by_name else 99):
+        print(table_row(by_name.get(name) or Case(name, report.get("target", "")), report))
+    return 0
+
+
+def caption(reports: dict, args, elapsed: float) -> str:
+    first = next((r for r in reports.values() if not r.get("error")), {})
+    return (f"torch {first.get('torch')}, {first.get('device_name')}, repeat {args.repeat}, "
+            f"total {elapsed:.0f} s")
+
+
+def write_outputs(folder: str, cases: list[Case], reports: dict, rows: list[str], title: str) -> None:
+    from dynalint.verify.report import render
+
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "table.md"), "w") as fh:
+        fh.write("\n".join([title, "", HEADER, *rows]) + "\n")
+    with open(os.path.join(folder, "reports.json"), "w") as fh:
+        json.dump(reports, fh, indent=2)
+    texts = []
+    for case in cases:
+        report = reports.get(case.name)
+        if report is not None:
+            body = f"error: {report['error']}" if report.get("error") else render(report, "text")
+            texts.append(f"$ {case.cli()}\n{body}\n")
+    with open(os.path.join(folder, "reports.txt"), "w") as fh:
+        fh.write("\n".join(texts))
 
 
 if __name__ == "__main__":

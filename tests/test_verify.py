@@ -85,12 +85,20 @@ def test_measure_source_override_and_reference_outputs(tmp_path):
     assert Path(path).read_text() == original_text  # nothing on disk changed
 
 
+def test_cold_compile_gives_the_child_empty_compile_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/somewhere/warm")
+    assert runner._child_env()["TORCHINDUCTOR_CACHE_DIR"] == "/somewhere/warm"
+    env = runner._child_env(str(tmp_path))
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "inductor")
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "triton")
+
+
 @pytest.mark.torch
 def test_measure_dynamic_counts_recompiles_and_times_with_a_backend():
     result = runner.measure(
         {"target": f"{fixture('shape_branch.py')}::ShapeBranch", "input_shape": [4, 16],
          "second_input_shape": [4, 32], "dynamic": True, "timing": True, "backend": "eager", "repeat": 3,
-         "warmup": 1}
+         "warmup": 1, "cold_compile": True}
     )
     assert result["error"] is None, result
     assert result["graph_break_count"] == 0
@@ -187,6 +195,9 @@ ERROR_CASES = [
     ("models.py::CrashInForward", ["--input-shape", "4,16"], "ValueError: boom in forward"),
     ("models.py::Clean", [], "no inputs: give --inputs"),
     ("models.py::Missing", ["--input-shape", "4,16"], "has no attribute 'Missing'"),
+    ("models.py::ExitsInForward", ["--input-shape", "4,16"], "forward with the given inputs failed: SystemExit: 3"),
+    ("models.py::Clean", ["--inputs", fixture("models.py::no_such_fn")],
+     f"--inputs {fixture('models.py::no_such_fn')}: "),
 ]
 
 
@@ -199,6 +210,20 @@ def test_cli_user_code_errors_are_one_line_exit_2(target, args, message):
     assert len(lines) == 1 and lines[0].startswith("dynalint: error: ")
     assert message in lines[0]
     assert "Traceback" not in result.output
+
+
+@pytest.mark.torch
+def test_cli_exit_1_when_the_fixed_outputs_differ(monkeypatch):
+    """A "fix" that changes what forward returns is caught: exit 1 and the difference."""
+    path = os.path.realpath(fixture("print_in_forward.py"))
+    changed = Path(path).read_text().replace("torch.sigmoid(y) * 3", "torch.sigmoid(y) * 4")
+    monkeypatch.setattr(runner, "fix_in_memory", lambda linted, config, unsafe: ({path: changed}, [], [], []))
+    result = invoke(f"{path}::PrintInForward", "--input-shape", "4,16", "--no-timing", "--output-format", "json")
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    assert report["outputs_match"] is False and report["max_abs_diff"] > 0
+    assert report["outputs_mismatch"].startswith("output 0: Tensor-likes are not close")
+    assert "Outputs DIFFER" in render(report, "text")
 
 
 @pytest.mark.torch

@@ -16,7 +16,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from dynalint.verify.loading import StageError, describe
+from dynalint.verify.loading import USER_ERRORS, StageError, describe
 
 TORCH_MISSING = (
     "torch is not installed; `dynalint verify` needs it: install a torch build for your machine, "
@@ -51,7 +51,7 @@ def _target_file(target: str) -> Optional[str]:
 def _call(fn, args, kwargs, stage: str, what: str):
     try:
         return fn(*args, **kwargs)
-    except Exception as exc:
+    except USER_ERRORS as exc:
         raise StageError(stage, f"{what} failed: {describe(exc)}") from exc
 
 
@@ -144,7 +144,7 @@ def run_dynamo(spec: dict, p: Prepared, fresh, result: dict) -> None:
     seed, dynamic = int(spec.get("seed", 0)), spec.get("dynamic")
     try:
         result.update(M.explain(fresh(), p.args, p.kwargs, seed, dynamic))
-    except Exception as exc:
+    except USER_ERRORS as exc:
         raise StageError("explain", f"torch._dynamo.explain failed: {describe(exc)}") from exc
     second = loading.second_inputs(spec, p.overrides)
     if second is not None:
@@ -196,7 +196,7 @@ def _timing(spec: dict, fresh, args, kwargs, device: str, dynamic) -> dict:
                                    "timing eager")
     try:
         timing.update(M.compile_and_time(fresh(), args, kwargs, device, repeat, warmup, backend, dynamic))
-    except Exception as exc:
+    except USER_ERRORS as exc:
         raise StageError("compile", f"torch.compile(backend={backend!r}) failed: {describe(exc)}") from exc
     return timing
 

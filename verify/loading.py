@@ -17,6 +17,11 @@ import sys
 from typing import Any, Optional
 
 
+# What user code may raise that verify reports as one line: sys.exit() in a model file or a
+# forward is the user's failure too, not verify's.
+USER_ERRORS = (Exception, SystemExit)
+
+
 class StageError(Exception):
     """A failure the user can act on: `kind` names the stage (import, construct, inputs, forward...)."""
 
@@ -138,7 +143,7 @@ def import_object(target: str, overrides: dict[str, str]) -> Any:
         module = _import_file(where, overrides) if kind == "file" else importlib.import_module(where)
     except StageError:
         raise
-    except Exception as exc:
+    except USER_ERRORS as exc:
         raise StageError("import", f"cannot import {where}: {describe(exc)}") from exc
     obj = module
     for part in name.split("."):
@@ -148,9 +153,15 @@ def import_object(target: str, overrides: dict[str, str]) -> Any:
     return obj
 
 
-def read_callable_spec(spec: str, overrides: dict[str, str]) -> Any:
-    """`--inputs path.py::fn` / `pkg.mod:fn` -> the function."""
-    return import_object(spec, overrides)
+def read_callable_spec(spec: str, overrides: dict[str, str], option: str = "--inputs") -> Any:
+    """`--inputs path.py::fn` / `pkg.mod:fn` -> the function; errors name the option."""
+    try:
+        fn = import_object(spec, overrides)
+    except StageError as exc:
+        raise StageError("inputs", f"{option} {spec}: {exc.message}") from exc
+    if not callable(fn):
+        raise StageError("inputs", f"{option} {spec}: {type(fn).__name__} is not a function")
+    return fn
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,14 +203,14 @@ def build_target(obj: Any, target: str) -> tuple[str, Any, Any]:
             )
         try:
             return "class", obj(), None
-        except Exception as exc:
+        except USER_ERRORS as exc:
             raise StageError("construct", f"building {target}() failed: {describe(exc)}") from exc
     if callable(obj):
         if _required_params(obj):
             return "function", obj, None
         try:
             made = obj()
-        except Exception as exc:
+        except USER_ERRORS as exc:
             raise StageError("construct", f"calling {target}() failed: {describe(exc)}") from exc
         example = None
         if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module):
@@ -234,7 +245,7 @@ def make_inputs(spec: dict, example: Any, overrides: dict[str, str]) -> tuple[tu
         fn = read_callable_spec(spec["inputs"], overrides)
         try:
             value = fn()
-        except Exception as exc:
+        except USER_ERRORS as exc:
             raise StageError("inputs", f"calling {spec['inputs']}() failed: {describe(exc)}") from exc
         return normalize_inputs(value)
     if spec.get("input_shape"):
@@ -249,12 +260,12 @@ def second_inputs(spec: dict, overrides: dict[str, str]) -> Optional[tuple[tuple
     import torch
 
     if spec.get("second_inputs"):
-        fn = read_callable_spec(spec["second_inputs"], overrides)
+        fn = read_callable_spec(spec["second_inputs"], overrides, "--second-inputs")
         try:
             return normalize_inputs(fn())
         except StageError:
             raise
-        except Exception as exc:
+        except USER_ERRORS as exc:
             raise StageError("inputs", f"calling {spec['second_inputs']}() failed: {describe(exc)}") from exc
     if spec.get("second_input_shape"):
         return (torch.randn(*[int(d) for d in spec["second_input_shape"]]),), {}

@@ -20,6 +20,7 @@ Spec keys (all but `target` optional):
     timing, time_eager  measure compiled (and eager) time
     backend             torch.compile backend for timing (default "inductor")
     seed                seed reset before building and before each call
+    cold_compile        empty Inductor/Triton caches for this child (compile time is a cold compile)
     source_override     {"path/to/file.py": "text"}: imports of these files get this text
     save_dir            write inputs.pt, state_dict.pt, outputs.pt there
     reference_dir       read inputs and state_dict from there, compare outputs with its outputs.pt
@@ -60,11 +61,17 @@ def _child_command() -> list[str]:
     return [sys.executable, "-c", _CHILD_BOOT]
 
 
-def _child_env() -> dict[str, str]:
+def _child_env(cold_cache_dir: Optional[str] = None) -> dict[str, str]:
+    """The child's environment; with `cold_cache_dir`, Inductor and Triton caches start empty
+    there, so compile time is a cold compile (not a hit on what an earlier run left on disk, for
+    example the original's graphs when the fixed version is measured)."""
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("TRANSFORMERS_VERBOSITY", "error")
     env.setdefault("HF_HUB_OFFLINE", "1")
+    if cold_cache_dir:
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cold_cache_dir, "inductor")
+        env["TRITON_CACHE_DIR"] = os.path.join(cold_cache_dir, "triton")
     return env
 
 
@@ -77,7 +84,9 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def measure(spec: dict, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
-    """Measure one version of the target in a child process; never raises for user-code failures."""
+    """Measure one version of the target in a child process; never raises for user-code failures.
+
+    `spec["cold_compile"]`: give the child empty compile caches (see `_child_env`)."""
     with tempfile.TemporaryDirectory(prefix="dynalint-verify-") as tmp:
         spec_path, result_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "result.json")
         with open(spec_path, "w", encoding="utf-8") as fh:
@@ -87,7 +96,7 @@ def measure(spec: dict, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=_child_env(),
+            env=_child_env(tmp if spec.get("cold_compile") else None),
             start_new_session=True,
         )
         try:
@@ -237,7 +246,7 @@ def verify(
         "target": target, "inputs": inputs, "input_shape": input_shape, "second_inputs": second_inputs,
         "second_input_shape": second_input_shape, "device": device, "dynamic": dynamic, "repeat": repeat,
         "warmup": warmup, "timing": timing, "backend": backend, "seed": seed,
-        "sys_path": list(sys_path or []), "verbose": verbose,
+        "sys_path": list(sys_path or []), "verbose": verbose, "cold_compile": timing,
     }
     config = config or _config_for(target)
     with tempfile.TemporaryDirectory(prefix="dynalint-verify-ref-") as ref:
