@@ -234,7 +234,7 @@ def test_cli_verbose_shows_the_traceback_and_timeout_is_one_line():
     hang = CliRunner().invoke(verify_cmd, [fixture("models.py::Hangs"), "--input-shape", "2,2", "--no-timing",
                                            "--timeout", "8"])
     assert hang.exit_code == 2
-    assert hang.output.strip() == "dynalint: error: timed out after 8 s"
+    assert hang.output.strip() == "dynalint: error: timed out after 8 s (raise the limit with --timeout)"
 
 
 def test_cli_without_torch_names_the_verify_extra(monkeypatch):

@@ -34,7 +34,8 @@ def _error(message: str) -> None:
 
 @click.command(name="verify")
 @click.argument("target")
-@click.option("--inputs", help="`path.py::fn` returning a tuple of positional arguments or a dict of keyword arguments.")
+@click.option("--inputs", help="`path.py::fn` (or `pkg.mod:fn`) returning a tuple of positional arguments, a dict of keyword "
+              "arguments or one tensor.")
 @click.option("--input-shape", callback=_shape, help="One torch.randn input of this shape, e.g. 4,16.")
 @click.option("--second-inputs", help="Inputs of other shapes (`path.py::fn`): count the graphs compiled for them.")
 @click.option("--second-input-shape", callback=_shape, help="A second torch.randn input shape: count recompiles.")

@@ -104,7 +104,7 @@ def measure(spec: dict, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             _kill(proc)
             output, _ = proc.communicate()
-            return _failure(f"timed out after {timeout:g} s", "timeout", output)
+            return _failure(f"timed out after {timeout:g} s (raise the limit with --timeout)", "timeout", output)
         text = output.decode("utf-8", "replace")
         try:
             with open(result_path, encoding="utf-8") as fh:
