@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -95,15 +96,27 @@ def dynalint_command() -> list[str]:
     return [sys.executable, "-c", "import sys; from dynalint.cli import main; sys.exit(main())"]
 
 
-def time_runs(cmd: list[str], runs: int, cwd: Path, stdin_file: Path | None = None) -> list[float]:
+# CPU seconds (user + system) of each timed child, by case: on a busy machine wall time
+# includes waiting for a core, CPU time does not.
+CPU_TIMES: dict[str, list[float]] = {}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_runs(cmd: list[str], runs: int, cwd: Path, stdin_file: Path | None = None, case: str = "") -> list[float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYNALINT_")}
     times = []
     for _ in range(runs):
         stdin = open(stdin_file, "rb") if stdin_file else subprocess.DEVNULL
         try:
+            cpu0 = _children_cpu()
             t0 = time.perf_counter()
             proc = subprocess.run(cmd, cwd=cwd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
             times.append(time.perf_counter() - t0)
+            CPU_TIMES.setdefault(case, []).append(_children_cpu() - cpu0)
         finally:
             if stdin_file:
                 stdin.close()
@@ -216,11 +229,11 @@ def main() -> int:
         cache = work / "cache"
         time_runs([*cmd, "check", "--cache-dir", str(cache), copy.name], 1, work)  # fill the cache
         cases = {
-            "startup": time_runs([*cmd, "--version"], args.runs, work),
-            "check-cold": time_runs([*cmd, "check", "--no-cache", copy.name], args.runs, work),
-            "check-warm": time_runs([*cmd, "check", "--cache-dir", str(cache), copy.name], args.runs, work),
+            "startup": time_runs([*cmd, "--version"], args.runs, work, case="startup"),
+            "check-cold": time_runs([*cmd, "check", "--no-cache", copy.name], args.runs, work, case="check-cold"),
+            "check-warm": time_runs([*cmd, "check", "--cache-dir", str(cache), copy.name], args.runs, work, case="check-warm"),
             "stdin": time_runs(
-                [*cmd, "check", "--no-cache", "--stdin-filename", copy.name], args.runs, work, stdin_file=copy
+                [*cmd, "check", "--no-cache", "--stdin-filename", copy.name], args.runs, work, stdin_file=copy, case="stdin"
             ),
         }
         cases["in-process"] = in_process_times(copy, args.runs, work)
@@ -234,14 +247,19 @@ def main() -> int:
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus",
         "cases": {k: summarize(v) for k, v in cases.items()},
+        "cpu": {k: summarize(v) for k, v in CPU_TIMES.items()},
+        "load_average": os.getloadavg()[0],
         "phases": {k: summarize(v) for k, v in phases.items()},
         "third_party_imports": packages,
         "torch_imported": "torch" in packages,
     }
     print(f"dynalint check latency: {label} ({n_lines} lines), {args.runs} cold processes each")
-    print(f"{'case':<12} {'min':>7} {'median':>7} {'max':>7}")
+    print(f"{'case':<12} {'min':>7} {'median':>7} {'max':>7} {'CPU median':>11}")
     for name, s in result["cases"].items():
-        print(f"{name:<12} {s['min_s']:>6.3f}s {s['median_s']:>6.3f}s {s['max_s']:>6.3f}s")
+        cpu = result["cpu"].get(name)
+        cpu_text = f"{cpu['median_s']:>10.3f}s" if cpu else f"{'':>11}"
+        print(f"{name:<12} {s['min_s']:>6.3f}s {s['median_s']:>6.3f}s {s['max_s']:>6.3f}s {cpu_text}")
+    print(f"load average (1 min) at the end: {result['load_average']:.1f} on {os.cpu_count()} cores")
     print("phases of one cold run (median): " + ", ".join(f"{k} {v['median_s']:.3f}s" for k, v in result["phases"].items()))
     print(f"third-party packages imported by `check`: {', '.join(packages) or 'none'}")
     unexpected = sorted(set(packages) - THIRD_PARTY_OK)

@@ -7,8 +7,10 @@ analyzer's own code (the fingerprint naming the cache folder). What depends on o
 run from the summaries, so a changed base class or helper can never leave stale findings behind.
 
 Entries are `marshal` data (plain dicts, lists and strings; several times faster to load than
-JSON). Writes go to a temporary file renamed into place, so concurrent runs never see a partial
-entry and at worst compute the same entry twice; an unreadable entry is a miss.
+JSON), one file per entry plus, per set of linted files, a pack of all the entries its last run
+used (one read instead of thousands). Writes go to a temporary file renamed into place, so
+concurrent runs never see a partial entry or pack and at worst compute the same entry twice;
+an unreadable entry or pack is a miss.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ FORMAT = "m1"  # bump when the entry layout changes
 
 def _code_fingerprint() -> str:
     """Version plus size and mtime of every source file that shapes a summary (analyzer, rules,
-    fix generators, findings), so editing any of them invalidates the cache during development."""
+    fix generators, findings) or a run record (the engine's cross-file rounds, regions), so
+    editing any of them invalidates the cache during development."""
     import dynalint.findings as findings_mod
     import dynalint.fixes as fixes_pkg
     import dynalint.lint as lint_pkg
 
     h = hashlib.sha256(f"{__version__}:{FORMAT}".encode())
-    files = [Path(findings_mod.__file__)]
+    files = [Path(findings_mod.__file__), Path(__file__).with_name("engine.py")]
     for pkg in (lint_pkg, fixes_pkg):
         files += sorted(Path(pkg.__file__).parent.rglob("*.py"))
     for p in files:
@@ -89,6 +92,40 @@ class Cache:
         except (OSError, EOFError, ValueError, TypeError):
             return None
         return data if isinstance(data, dict) else None
+
+    # -- packs: one file per set of linted files ------------------------------------------------
+    # Opening thousands of small entries costs more than the analysis a warm run saves; a pack
+    # holds every entry one run used, read in one go by the next run over the same files.
+    def pack_name(self, names: list[str]) -> str:
+        return hashlib.sha256("\0".join(sorted(names)).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+    def load_pack(self, name: str) -> dict[str, dict[str, Any]]:
+        return self._load(self.dir / "packs" / name)
+
+    def save_pack(self, name: str, entries: dict[str, dict[str, Any]]) -> None:
+        self._save(self.dir / "packs" / name, entries)
+
+    # -- run records (see dynalint.engine._RunRecord) -------------------------------------------
+    def load_record(self, name: str) -> dict[str, Any]:
+        return self._load(self.dir / "runs" / name)
+
+    def save_record(self, name: str, data: dict[str, Any]) -> None:
+        self._save(self.dir / "runs" / name, data)
+
+    def _load(self, path: Path) -> dict[str, Any]:
+        try:
+            with open(path, "rb") as fh:
+                data = marshal.load(fh)
+        except (OSError, EOFError, ValueError, TypeError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _save(self, path: Path, data: dict[str, Any]) -> None:
+        try:
+            path.parent.mkdir(exist_ok=True)
+            _write_atomically(path, marshal.dumps(data))
+        except (OSError, ValueError):
+            pass
 
     def put(self, key: str, data: dict[str, Any]) -> None:
         path = self._path(key)

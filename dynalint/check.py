@@ -193,8 +193,9 @@ def run_check(opts: CheckOptions) -> int:
             for e in outcome.errors:
                 _error(e)
         if opts.output_format == "text":
+            shown = {x.filename for x in findings[:2000]}  # a set: files x findings was seconds on big trees
             for f in files:
-                if any(x.filename == f.display for x in findings[:2000]):
+                if f.display in shown:
                     try:
                         sources[f.display] = read_source(f.path)
                     except (OSError, UnicodeDecodeError, SyntaxError, LookupError):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -83,24 +85,42 @@ class _Ignorer:
 
 
 def _matches(path: Path, patterns: Iterable[str], root: Path) -> bool:
+    """path's name or its path relative to root matches a pattern (fnmatch), or lies below one."""
     name = path.name
     try:
         rel = path.relative_to(root).as_posix()
     except ValueError:
         rel = path.as_posix()
+    regex, prefixes = _compiled(tuple(patterns))
+    return regex.match(name) is not None or regex.match(rel) is not None or rel.startswith(prefixes)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]):
+    """One regex for a config's patterns (what `fnmatch.fnmatch` does one by one, posix case
+    rules) and the folder prefixes they name: discovery asks this of every file and folder."""
+    cleaned = []
     for pat in patterns:
         pat = pat.rstrip("/")
         if pat.startswith("./"):
             pat = pat[2:]
-        if fnmatch.fnmatch(name, pat) or fnmatch.fnmatch(rel, pat) or rel.startswith(pat + "/"):
-            return True
-    return False
+        cleaned.append(os.path.normcase(pat))
+    regex = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in cleaned) or "(?!)")
+    return regex, tuple(p + "/" for p in cleaned)
 
 
-def _excluded(path: Path, config: Config) -> bool:
-    """path itself matches `exclude`/`extend-exclude` of the config governing it."""
-    cfg = config.for_path(path)
-    return _matches(path, tuple(cfg.exclude) + tuple(cfg.extend_exclude), cfg.root.absolute())
+def _excluded(path: Path, config: Config, governing: Optional[dict] = None) -> bool:
+    """path itself matches `exclude`/`extend-exclude` of the config governing it. `governing`
+    memoises, per folder, that config's patterns and root (finding it resolves paths)."""
+    if governing is None:
+        cfg = config.for_path(path)
+        return _matches(path, tuple(cfg.exclude) + tuple(cfg.extend_exclude), cfg.root.absolute())
+    folder = path.parent
+    found = governing.get(folder)
+    if found is None:
+        cfg = config.for_path(path)
+        found = governing[folder] = (tuple(cfg.exclude) + tuple(cfg.extend_exclude), cfg.root.absolute())
+    return _matches(path, *found)
 
 
 def is_excluded(path: Path, config: Config) -> bool:
@@ -121,6 +141,7 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
     """Python files under paths, sorted, excluding config excludes and gitignored files.
     Files named explicitly are always included (as in ruff), unless force_exclude."""
     ignorer = _Ignorer(config.respect_gitignore)
+    governing: dict = {}
     out: list[Path] = []
     seen: set[Path] = set()
     for given in paths:
@@ -140,7 +161,7 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
             keep = []
             for name in sorted(dirnames):
                 sub = d / name
-                if _excluded(sub.absolute(), config) or ignorer.ignored(sub.absolute(), True, top, floor):
+                if _excluded(sub.absolute(), config, governing) or ignorer.ignored(sub.absolute(), True, top, floor):
                     continue
                 keep.append(name)
             dirnames[:] = keep
@@ -148,7 +169,7 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
                 if not name.endswith(".py"):
                     continue
                 f = d / name
-                if _excluded(f.absolute(), config) or ignorer.ignored(f.absolute(), False, top, floor):
+                if _excluded(f.absolute(), config, governing) or ignorer.ignored(f.absolute(), False, top, floor):
                     continue
                 if f not in seen:
                     seen.add(f)

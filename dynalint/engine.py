@@ -6,6 +6,9 @@ torch and user code are never imported here.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,25 +39,45 @@ class LintResult:
 
 def module_name_for(path: Path, src_roots: Iterable[Path] = ()) -> tuple[str, bool]:
     """Dotted module name as Python would import it: climb while the folder is a package."""
-    path = path.resolve()
+    path = _resolved(path)
     is_package = path.name == "__init__.py"
     for root in src_roots:
         try:
-            rel = path.relative_to(root.resolve())
+            rel = path.relative_to(_resolved_dir(str(root)))
         except ValueError:
             continue
         parts = list(rel.with_suffix("").parts)
         if is_package:
             parts = parts[:-1]
         return ".".join(parts) or path.parent.name, is_package
-    parts = [] if is_package else [path.stem]
-    d = path.parent
-    while (d / "__init__.py").is_file() and d.parent != d:
-        parts.insert(0, d.name)
-        d = d.parent
+    parts = list(_package_parts(str(path.parent)))
+    if not is_package:
+        parts.append(path.stem)
     if not parts:
         parts = [path.parent.name]
     return ".".join(parts), is_package
+
+
+# A run names thousands of files in a few hundred folders: resolve and climb each folder once.
+@functools.lru_cache(maxsize=4096)
+def _resolved_dir(directory: str) -> Path:
+    return Path(directory).resolve()
+
+
+def _resolved(path: Path) -> Path:
+    """path.resolve(), resolving each folder only once (a symlinked file is resolved itself)."""
+    if os.path.islink(path):
+        return path.resolve()
+    return _resolved_dir(str(Path(path).absolute().parent)) / path.name
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_parts(directory: str) -> tuple[str, ...]:
+    """Names of the packages enclosing a (resolved) folder, outermost first."""
+    d = Path(directory)
+    if d.parent == d or not (d / "__init__.py").is_file():
+        return ()
+    return _package_parts(str(d.parent)) + (d.name,)
 
 
 def read_source(path: Path) -> str:
@@ -88,8 +111,6 @@ def _cache_key(cache, item: tuple, text: str) -> str:
 
 def _analyze_one(args: tuple) -> tuple[str, dict]:
     """Worker: returns (display, summary-as-dict). Runs in a child process for big runs."""
-    import gc
-
     from dynalint.lint.analyzer import AnalyzerOptions, analyze_source
 
     display, path, module, is_package, text, compiling_fns, cache_dir = args[:7]
@@ -129,17 +150,46 @@ def _analyze_one(args: tuple) -> tuple[str, dict]:
     return display, data
 
 
-def _cached_results(work: list[tuple], cache_dir: Optional[Path]) -> tuple[dict[str, dict], list[tuple]]:
-    """Cache hits looked up here, in the calling process (a warm run starts no worker); the
-    misses come back with their text already read, so workers do not read them again."""
-    if cache_dir is None:
-        return {}, work
-    from dynalint.cache import Cache
+class _RunCache:
+    """The persistent cache as one run uses it: entries come from the pack of the last run over
+    the same files when there is one, else from their own files; the run's entries make the
+    next pack (written only when they changed)."""
 
-    cache = Cache(Path(cache_dir))
+    def __init__(self, cache_dir: Path, names: list[str]):
+        from dynalint.cache import Cache
+
+        self.cache = Cache(Path(cache_dir))
+        self.pack_name = self.cache.pack_name(names)
+        self.pack = self.cache.load_pack(self.pack_name)
+        self.used: dict[str, dict] = {}
+
+    def get(self, key: str) -> Optional[dict]:
+        data = self.pack.get(key)
+        if data is None:
+            data = self.cache.get(key)
+        if data is not None:
+            self.used[key] = data
+        return data
+
+    def record(self, key: str, data: dict) -> None:
+        self.used[key] = data  # computed by a worker, which also wrote its own entry
+
+    def save(self) -> None:
+        if self.used.keys() != self.pack.keys():
+            self.cache.save_pack(self.pack_name, self.used)
+
+
+def _cached_results(work: list[tuple], run_cache: Optional[_RunCache]) -> tuple[dict[str, dict], list[tuple], dict[str, str]]:
+    """Cache hits looked up here, in the calling process (a warm run starts no worker); the
+    misses come back with their text already read, so workers do not read them again; the keys
+    of all that could be read come too (display -> key). Items in `work` get their text filled in too, for the
+    cross-file rounds of the same run."""
+    if run_cache is None:
+        return {}, work, {}
     hits: dict[str, dict] = {}
     misses: list[tuple] = []
-    for item in work:
+    keys: dict[str, str] = {}
+    for i, item in enumerate(work):
         display, path, module, _, text = item[:5]
         if text is None:
             try:
@@ -147,20 +197,30 @@ def _cached_results(work: list[tuple], cache_dir: Optional[Path]) -> tuple[dict[
             except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
                 hits[display] = _read_failure(display, module, exc)
                 continue
-        data = cache.get(_cache_key(cache, item, text))
+            item = work[i] = item[:4] + (text,) + item[5:]
+        key = keys[display] = _cache_key(run_cache.cache, item, text)
+        data = run_cache.get(key)
         if data is not None:
             hits[display] = data
         else:
-            misses.append(item[:4] + (text,) + item[5:])
-    return hits, misses
+            misses.append(item)
+    return hits, misses, keys
+
+
+def _analyze_missing(runner: "_Runner", misses: list[tuple], keys: dict[str, str], run_cache: Optional[_RunCache], progress=None, done: int = 0, total: int = 0):
+    """(display, data) for each miss, analysed by the runner; recorded for the next pack."""
+    for display, data in runner.run(_largest_first(misses), progress, done=done, total=total):
+        if run_cache is not None and display in keys:
+            run_cache.record(keys[display], data)
+        yield display, data
 
 
 def _worker_start() -> None:
     """What a worker inherits (modules, rule tables) is never garbage: keep it out of the
-    worker's collections, so they only look at the objects of the file at hand."""
-    import gc
-
+    worker's collections, so they only look at the objects of the file at hand. The parent
+    forked it with the collector paused (`_gc_paused`): between files it runs again."""
     gc.freeze()
+    gc.enable()
 
 
 class _Runner:
@@ -206,6 +266,20 @@ class _Runner:
             yield display, data
 
 
+def _largest_first(work: list[tuple]) -> list[tuple]:
+    """Big files first, so that no worker is left alone with a big one at the end."""
+
+    def size(item: tuple) -> int:
+        if item[4] is not None:
+            return len(item[4])
+        try:
+            return os.stat(item[1]).st_size
+        except OSError:
+            return 0
+
+    return sorted(work, key=size, reverse=True) if len(work) > 1 else work
+
+
 def analyze_files(
     files: list[SourceFile],
     config: Config,
@@ -218,17 +292,107 @@ def analyze_files(
     compiling = tuple(config.is_compiling_functions)
     cache_arg = str(cache_dir) if cache_dir else None
     work = [(f.display, str(f.path), f.module, f.is_package, f.text, compiling, cache_arg) for f in files]
-    results, misses = _cached_results(work, cache_dir)
+    _resolved_dir.cache_clear()  # the memos serve one run's file list; a long-lived process
+    _package_parts.cache_clear()  # (the language server) must see new folders and packages
+    with _gc_paused():
+        run_cache = _RunCache(cache_dir, [w[0] for w in work]) if cache_dir is not None else None
+        results, misses, keys = _cached_results(work, run_cache)
     if progress and results:
         progress(len(results), len(work))
+    # Every file's first-pass key known: the cross-file part of the run is a function of them.
+    record = _RunRecord(run_cache, keys) if run_cache is not None and len(keys) == len(work) else None
+    final_keys = dict(keys)
     with _Runner(jobs) as runner:
-        for display, data in runner.run(misses, progress, done=len(results), total=len(work)):
-            results[display] = data
-        summaries = [FileSummary.from_cache(results[f.display]) for f in files]
-        return _apply_external_hints(summaries, work, runner, cache_dir)
+        results.update(_analyze_missing(runner, misses, keys, run_cache, progress, len(results), len(work)))
+        with _gc_paused():
+            summaries = record.summaries() if record is not None and not misses else None
+            if summaries is None:
+                summaries = [FileSummary.from_cache(results[f.display]) for f in files]
+                summaries = _apply_external_hints(summaries, work, runner, run_cache, final_keys)
+                if record is not None:
+                    record.store_final([final_keys[f.display] for f in files])
+    if run_cache is not None:
+        run_cache.save()
+    if record is not None:
+        return record.attach(summaries)
+    return summaries
 
 
-def _apply_external_hints(summaries: list, work: list, runner: "_Runner", cache_dir: Optional[Path] = None, rounds: int = 3) -> list:
+class Summaries(list):
+    """The summaries of a cached run, with the record that lets `select_findings` reuse the
+    compile regions the last identical run computed."""
+
+    record: "_RunRecord"
+
+
+class _RunRecord:
+    """What one set of file keys (contents, names, options: every input of the per-file phase)
+    led to last time: which entry each file ended with after the cross-file rounds, and the
+    functions reachable from compile roots (per set of extra roots). Same keys, same results:
+    a warm run with nothing changed skips the rounds and the reachability walk; any change
+    makes other keys, so the record is never stale. Kept in `runs/` of the cache, one small file
+    per key set, written atomically."""
+
+    def __init__(self, run_cache: _RunCache, keys: dict[str, str]):
+        import hashlib
+
+        self.run_cache = run_cache
+        digest = hashlib.sha256()
+        for display in sorted(keys):
+            digest.update(f"{display}\0{keys[display]}\0".encode("utf-8", "surrogatepass"))
+        self.name = digest.hexdigest()[:32]
+        self.data = run_cache.cache.load_record(self.name)
+        self.members: tuple = ()
+
+    def summaries(self) -> Optional[list]:
+        from dynalint.lint.analyzer import FileSummary
+
+        final = self.data.get("final")
+        if not final:
+            return None
+        entries = [self.run_cache.get(k) for k in final]
+        if any(e is None for e in entries):
+            return None
+        return [FileSummary.from_cache(e) for e in entries]
+
+    def store_final(self, final_keys: list[str]) -> None:
+        self.data = {"final": final_keys, "live": {}}
+        self.run_cache.cache.save_record(self.name, self.data)
+
+    def attach(self, summaries: list) -> Summaries:
+        out = Summaries(summaries)
+        out.record = self
+        self.members = tuple(summaries)
+        return out
+
+    def live(self, summaries: list, roots: tuple) -> Optional[set]:
+        if len(summaries) != len(self.members) or any(a is not b for a, b in zip(summaries, self.members)):
+            return None  # not the list this record was made for
+        found = self.data.get("live", {}).get(repr(roots))
+        return set(found) if found is not None else None
+
+    def store_live(self, roots: tuple, live: set) -> None:
+        self.data.setdefault("live", {})[repr(roots)] = sorted(live)
+        self.run_cache.cache.save_record(self.name, self.data)
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Summaries are millions of small acyclic objects (dicts, lists, strings) made in a burst:
+    with the cycle collector on, loading a warm tree's cache spent most of its time in it.
+    Never around analyses: those may leave cycles for the collector."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _apply_external_hints(
+    summaries: list, work: list, runner: "_Runner", run_cache: Optional[_RunCache] = None, final_keys: Optional[dict] = None, rounds: int = 3
+) -> list:
     """Analyse again the files that learn from other files: tensors passed to their functions,
     tensors returned by the functions they import; a few rounds cover helpers calling helpers.
     Each round's facts come from the summaries at its start, so its files run in parallel."""
@@ -240,17 +404,23 @@ def _apply_external_hints(summaries: list, work: list, runner: "_Runner", cache_
     used: dict[str, dict] = {}
     for _ in range(rounds):
         batch = []
-        for filename, hints in sorted(cross_file_facts(summaries).items()):
+        with _gc_paused():
+            facts = cross_file_facts(summaries)
+        for filename, hints in sorted(facts.items()):
             if used.get(filename) == hints or filename not in item_of:
                 continue
             used[filename] = hints
             batch.append(item_of[filename] + (hints,))
         if not batch:
             break
-        results, misses = _cached_results(batch, cache_dir)
-        results.update(runner.run(misses))
-        for item in batch:
-            summaries[index[item[0]]] = FileSummary.from_cache(results[item[0]])
+        with _gc_paused():
+            results, misses, keys = _cached_results(batch, run_cache)
+        if final_keys is not None:
+            final_keys.update(keys)
+        results.update(_analyze_missing(runner, misses, keys, run_cache))
+        with _gc_paused():
+            for item in batch:
+                summaries[index[item[0]]] = FileSummary.from_cache(results[item[0]])
     return summaries
 
 
@@ -258,14 +428,23 @@ def select_findings(summaries, config: Config, extra_roots: Iterable[str] = ()) 
     """Phase 2 and 3: keep findings in reachable functions, enabled, not suppressed by noqa."""
     from dynalint.lint.regions import Project
 
-    project = Project(summaries, extra_roots=tuple(config.extra_roots) + tuple(extra_roots))
-    live = project.reachable()
+    roots = tuple(config.extra_roots) + tuple(extra_roots)
+    record = getattr(summaries, "record", None)
+    live = record.live(summaries, roots) if record is not None else None
+    if live is None:
+        live = Project(summaries, extra_roots=roots).reachable()
+        if record is not None and record.members:
+            record.store_live(roots, live)
+    enabled: dict[tuple[str, str], bool] = {}  # (code, file): looking up a file's config resolves paths
     out: list[Finding] = []
     for s in summaries:
         for f in s.findings:
             if f.scope and f.scope not in live:
                 continue
-            if not config.is_enabled(f.code, f.filename):
+            key = (f.code, f.filename)
+            if key not in enabled:
+                enabled[key] = config.is_enabled(f.code, f.filename)
+            if not enabled[key]:
                 continue
             codes = s.noqa.get(f.row, False)
             if codes is None or (codes and f.code in codes):

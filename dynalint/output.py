@@ -52,7 +52,9 @@ def format_text(findings: list[Finding], sources: Optional[dict[str, str]] = Non
         text = sources.get(f.filename)
         if text is None:
             continue
-        lines = lines_cache.setdefault(f.filename, text.splitlines())
+        lines = lines_cache.get(f.filename)
+        if lines is None:  # not setdefault: that would split the whole file again for every finding
+            lines = lines_cache[f.filename] = text.splitlines()
         if 1 <= f.row <= len(lines):
             line = lines[f.row - 1]
             end = f.end_column if f.end_row == f.row else len(line) + 1

@@ -30,6 +30,8 @@ class Project:
                 self.aliases[f"{s.module}.{local}"] = target
         self.extra_roots = list(extra_roots)
         self._module_cache: dict[str, bool] = {}
+        self._mro_cache: dict[str, list[str]] = {}
+        self._canonical_cache: dict[str, str] = {}
         self._subclasses: dict[str, list[str]] = {}
         for c in self.classes.values():
             for b in c.bases:
@@ -39,6 +41,12 @@ class Project:
     # -- names ------------------------------------------------------------------------------
     def canonical(self, name: str) -> str:
         """Follow re-exports (`pkg.f` imported in pkg/__init__ from pkg.ops) to the definition."""
+        cached = self._canonical_cache.get(name)  # memoised: asked ~100 times per name
+        if cached is None:
+            cached = self._canonical_cache[name] = self._follow_aliases(name)
+        return cached
+
+    def _follow_aliases(self, name: str) -> str:
         seen = set()
         while name not in self.classes and name not in self.functions and name not in seen:
             seen.add(name)
@@ -80,6 +88,13 @@ class Project:
         return "." in b
 
     def mro(self, cls: str) -> list[str]:
+        # Memoised: reachability asks for the same classes' MROs tens of thousands of times.
+        cached = self._mro_cache.get(cls)
+        if cached is None:
+            cached = self._mro_cache[cls] = self._compute_mro(cls)
+        return cached
+
+    def _compute_mro(self, cls: str) -> list[str]:
         out, queue, seen = [], [self.canonical(cls)], set()
         while queue:
             c = queue.pop(0)

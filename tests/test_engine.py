@@ -128,11 +128,35 @@ def test_concurrent_runs_share_the_cache_without_corrupting_it(tmp_path):
             out, err = proc.communicate(timeout=120)
             assert proc.returncode == 1, err
             assert json.loads(out) == expected
-    entries = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.name != ".gitignore"]
-    assert entries and not [p for p in entries if p.name.endswith(".tmp")]
+    files = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.name != ".gitignore"]
+    assert files and not [p for p in files if p.name.endswith(".tmp")]
     cache = Cache(tmp_path / "cache")
+    packs = [p for p in files if p.parent.name == "packs"]
+    entries = [p for p in files if p.parent.name not in ("packs", "runs")]
+    assert len(packs) == 1 and entries
     assert all(cache.get(p.name) is not None for p in entries)
+    assert set(cache.load_pack(packs[0].name)) == {p.name for p in entries}
     assert check_json(tmp_path, "--cache-dir", str(tmp_path / "cache")) == expected
+
+
+def test_recorded_regions_follow_the_extra_roots(tmp_path):
+    """A warm run reuses the regions of the last identical run, per set of extra roots."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/steps.py": "import torch\n\ndef step(x):\n    print(x)\n    return x\n",
+    }
+    write_tree(tmp_path / "src", files)
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    with_root = Config(select=("ALL",), extra_roots=("pkg.steps.step",))
+
+    def run(config):
+        summaries = analyze_files(sources(root), config, jobs=1, cache_dir=cache_dir)
+        return [(f.filename, f.code) for f in select_findings(summaries, config)]
+
+    for _ in range(2):  # cold, then from the record
+        assert run(ALL) == []
+        assert run(with_root) == [("pkg/steps.py", "DYN101")]
+    assert len(list((cache_dir).rglob("runs/*"))) == 1
 
 
 def test_a_damaged_cache_entry_is_a_miss(tmp_path):
