@@ -297,6 +297,8 @@ def read_raw(path: Path) -> RawFile:
 
 
 def write_atomic(path: Path, text: str, like: RawFile) -> None:
+    # A symlink stays a symlink: the file it points to is replaced (in that file's folder).
+    path = path.resolve() if path.is_symlink() else path
     data = text.encode(like.encoding)
     if like.bom:
         data = b"\xef\xbb\xbf" + data

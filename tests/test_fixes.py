@@ -837,6 +837,19 @@ def test_fix_writes_atomically_and_keeps_bom_crlf_and_encoding(tmp_path):
     assert "Found 2 errors (2 fixed, 0 remaining)." in res.output
 
 
+def test_fixing_through_a_symlink_keeps_the_link(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "m.py").write_text(PRINTING)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.py").symlink_to(real / "m.py")
+    res = _check("--fix", src / "m.py")
+    assert res.exit_code == 0, res.output
+    assert (src / "m.py").is_symlink() and (real / "m.py").read_text() == GUARDED
+    assert sorted(p.name for p in real.iterdir()) == ["m.py"] and sorted(p.name for p in src.iterdir()) == ["m.py"]
+
+
 def test_failed_write_leaves_the_original_and_no_temp_file(tmp_path, monkeypatch):
     path = tmp_path / "m.py"
     path.write_text(PRINTING)
