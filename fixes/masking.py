@@ -1,7 +1,12 @@
 """DYN130: a boolean-mask selection that is only summed becomes masking arithmetic.
 
-    x[x > 0].sum()                    ->  torch.where(x > 0, x, 0).sum()
-    torch.masked_select(x, x > 0).sum()  ->  torch.where(x > 0, x, 0).sum()
+    x[x > 0].sum()                           ->  torch.where(x > 0, x, 0).sum()
+    torch.masked_select(x, x > 0).sum()      ->  torch.where(x > 0, x, 0).sum()
+    x[torch.where(x > 0)].sum()              ->  torch.where(x > 0, x, 0).sum()
+    x[(x > 0).nonzero(as_tuple=True)].sum()  ->  torch.where(x > 0, x, 0).sum()
+
+The indices of one-argument `torch.where(m)` / `nonzero(m, as_tuple=True)` select exactly the
+elements `x[m]` selects, in the same order, so they are the same case.
 
 Provably the same value: the mask is an elementwise comparison of the very expression being
 selected with a Python number, so mask and values have the same shape; the selected elements are
@@ -9,9 +14,10 @@ summed either way and the rest contribute exact zeros (NaN compares False, so it
 both). Unsafe all the same: the float summation order differs, so the last bits may too.
 
 Everything else gets no fix: `x[mask]` where the mask comes from elsewhere may index leading
-dimensions only (broadcasting would differ), `.mean()` divides by the selected count, and the
-indices from one-argument `torch.where` / `nonzero` feed indexing whose result length is the
-data-dependent count itself, which no static-shape arithmetic reproduces.
+dimensions only (broadcasting would differ), `.mean()` divides by the selected count,
+`x[m.nonzero()]` (no `as_tuple`) indexes rows, and indices used any other way (MoE routing,
+`index_add`, gathers) have a length that is the data-dependent count itself, which no
+static-shape arithmetic reproduces.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ def mask_fix(ctx, node: cst.CSTNode, code: str = "DYN130"):
     if ctx.probe_only:
         return None
     info = source_info(ctx.module)
+    node = _indexed_by(info, ctx, node) or node
     picked = _selection(ctx, node)
     if picked is None or not _only_summed(info, node):
         return None
@@ -47,12 +54,44 @@ def _selection(ctx, node: cst.CSTNode) -> Optional[tuple[cst.BaseExpression, cst
     if isinstance(node, cst.Subscript) and len(node.slice) == 1:
         el = node.slice[0].slice
         if isinstance(el, cst.Index) and el.star is None:
-            return node.value, el.value
+            return node.value, _index_mask(ctx, el.value) or el.value
         return None
     if isinstance(node, cst.Call) and ctx.call_name(node) == "torch.masked_select" and len(node.args) == 2:
         if all(a.keyword is None and not a.star for a in node.args):
             return node.args[0].value, node.args[1].value
     return None
+
+
+def _index_mask(ctx, call: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """The mask of `torch.where(m)`, `torch.nonzero(m, as_tuple=True)` or `m.nonzero(as_tuple=True)`:
+    a tuple of index tensors that selects exactly what `x[m]` selects."""
+    if not isinstance(call, cst.Call) or any(a.star for a in call.args):
+        return None
+    positional = [a.value for a in call.args if a.keyword is None]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    as_tuple = keywords.get("as_tuple")
+    tuple_form = isinstance(as_tuple, cst.Name) and as_tuple.value == "True"
+    name = ctx.call_name(call)
+    if name == "torch.where" and len(positional) == 1 and not keywords:
+        return positional[0]
+    if name == "torch.nonzero" and len(positional) == 1 and tuple_form and len(keywords) == 1:
+        return positional[0]
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "nonzero" and not positional and tuple_form and len(keywords) == 1:
+        return func.value if ctx.is_tensor(func.value) else None
+    return None
+
+
+def _indexed_by(info: SourceInfo, ctx, call: cst.CSTNode) -> Optional[cst.Subscript]:
+    """`x[torch.where(m)]` reported on the inner call: the subscript it is the only index of,
+    rewritten as if it were `x[m]` (the same elements in the same order)."""
+    mask = _index_mask(ctx, call)
+    index = info.parent(call)
+    element = info.parent(index) if isinstance(index, cst.Index) and index.star is None else None
+    subscript = info.parent(element) if isinstance(element, cst.SubscriptElement) else None
+    if mask is None or not isinstance(subscript, cst.Subscript) or len(subscript.slice) != 1:
+        return None
+    return subscript if subscript.slice[0] is element else None
 
 
 def _only_summed(info: SourceInfo, node: cst.CSTNode) -> bool:

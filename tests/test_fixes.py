@@ -683,6 +683,31 @@ def test_masked_sum_becomes_where_only_when_equivalent():
     assert [f.code for f in result.remaining] == ["DYN130", "DYN130"]
 
 
+def test_indices_of_a_mask_used_only_to_index_a_sum_become_where():
+    result = fixed(
+        """
+        import torch
+
+        @torch.compile
+        def f(x, y: torch.Tensor, mask: torch.Tensor):
+            a = x[torch.where(x > 0)].sum()
+            b = x[(x > 0).nonzero(as_tuple=True)].sum()
+            c = x[torch.nonzero(0 < x, as_tuple=True)].sum()
+            d = x[torch.nonzero(x > 0)].sum()
+            e = y[torch.where(x > 0)].sum()
+            g = x[torch.where(mask)].sum()
+            h = x[torch.where(x > 0)].mean()
+            return a + b + c + d + e + g + h
+        """
+    )
+    for name, mask in (("a", "x > 0"), ("b", "x > 0"), ("c", "0 < x")):
+        assert f"    {name} = torch.where({mask}, x, 0).sum()\n" in result.text
+    # Index rows (no as_tuple), other values, a mask from elsewhere, a mean: no fix.
+    for kept in ("x[torch.nonzero(x > 0)].sum()", "y[torch.where(x > 0)].sum()", "x[torch.where(mask)].sum()", "x[torch.where(x > 0)].mean()"):
+        assert kept in result.text
+    assert [(f.code, f.fix) for f in result.remaining] == [("DYN130", None)] * 4
+
+
 # --------------------------------------------------------------------------------------------
 # Every rule example: fixes parse and converge
 

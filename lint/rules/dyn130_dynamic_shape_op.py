@@ -58,13 +58,13 @@ class DynamicShapeOp(Rule):
             elif q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value):
                 ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output shape and breaks the graph")
             elif q == "torch.where" and len(node.args) == 1:
-                ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form")
+                ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form", fix=mask_fix(ctx, node, self.code))
             elif (
                 isinstance(node.func, cst.Attribute)
                 and node.func.attr.value in DYNAMIC_METHODS
                 and ctx.is_tensor(node.func.value)
             ):
-                ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph")
+                ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph", fix=mask_fix(ctx, node, self.code))
             return
         # x[mask] with a boolean tensor mask, read (not assigned).
         if ctx.storing or not ctx.is_tensor(node.value):
