@@ -18,7 +18,7 @@ import libcst as cst
 from dynalint.findings import SAFE
 
 from .base import SourceInfo, guarded, insert_at, insert_line_before, make_fix, source_info
-from .imports import torch_reference
+from .imports import is_compiling_helper, torch_reference
 from .statements import string_continuation_rows
 
 IS_COMPILING_LAST_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"})
@@ -96,6 +96,16 @@ def is_compiling_guard(node: cst.CSTNode) -> bool:
     return last in IS_COMPILING_LAST_NAMES
 
 
+def _is_compiling_call(info: SourceInfo, positions) -> tuple[str, list]:
+    """The file's own is-compiling helper when it imports one (transformers'
+    `is_torchdynamo_compiling()`), else `torch.compiler.is_compiling()` (adding `import torch`)."""
+    helper = is_compiling_helper(info.module)
+    if helper is not None:
+        return f"{helper}()", []
+    torch, import_edits = torch_reference(info, positions)
+    return f"{torch}.compiler.is_compiling()", import_edits
+
+
 def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):
     run = _run_around(info, positions, stmt)
     first, last = run[0], run[-1]
@@ -118,11 +128,10 @@ def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):
             message = "Move into the `is_compiling()` guard above"
     if unit is None:
         unit = info.indent_unit
-        torch, import_edits = torch_reference(info, positions)
-        header = f"{indent}if not {torch}.compiler.is_compiling():{info.newline}"
+        test, import_edits = _is_compiling_call(info, positions)
         edits += import_edits
-        edits.append(insert_line_before(row, header))
-        message = f"Guard with `if not {torch}.compiler.is_compiling():`"
+        edits.append(insert_line_before(row, f"{indent}if not {test}:{info.newline}"))
+        message = f"Guard with `if not {test}:`"
     for r in range(row, end_row + 1):
         if r in skip or not info.line(r).strip():
             continue

@@ -64,6 +64,27 @@ def torch_name(module: cst.Module) -> Optional[str]:
     return found
 
 
+# Helpers a file may already import to ask "is Dynamo tracing?": `(module, name)`, module None
+# for any module (transformers' `is_torchdynamo_compiling`, which also works on old torch).
+IS_COMPILING_HELPERS = ((None, "is_torchdynamo_compiling"), ("torch.compiler", "is_compiling"))
+
+
+def is_compiling_helper(module: cst.Module) -> Optional[str]:
+    """The local name of an is-compiling helper imported at module level, if any."""
+    for line in _top_level_import_lines(module):
+        for small in line.body:
+            if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+                continue
+            source = None if small.module is None else _dotted(small.module)
+            for alias in small.names:
+                name = alias.name.value if isinstance(alias.name, cst.Name) else None
+                if any(name == n and (m is None or (m == source and not small.relative)) for m, n in IS_COMPILING_HELPERS):
+                    local = alias.asname.name if alias.asname is not None else alias.name
+                    if isinstance(local, cst.Name):
+                        return local.value
+    return None
+
+
 def _is_import_line(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body

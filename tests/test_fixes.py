@@ -243,6 +243,54 @@ def test_import_torch_placement_with_headers_and_type_checking_imports():
     assert "        if not torch.compiler.is_compiling():\n            print(x.shape)\n" in result.text
 
 
+def test_guard_uses_the_files_own_is_compiling_helper():
+    # transformers files import `is_torchdynamo_compiling` (which also works on old torch).
+    assert_fixes(
+        """
+        from torch import nn
+
+        from ...utils import is_torchdynamo_compiling, logging
+
+        logger = logging.get_logger(__name__)
+
+
+        class M(nn.Module):
+            def forward(self, x):
+                logger.warning_once("slow path")
+                return x
+        """,
+        """
+        from torch import nn
+
+        from ...utils import is_torchdynamo_compiling, logging
+
+        logger = logging.get_logger(__name__)
+
+
+        class M(nn.Module):
+            def forward(self, x):
+                if not is_torchdynamo_compiling():
+                    logger.warning_once("slow path")
+                return x
+        """,
+        unsafe=False,
+    )
+    result = fixed(
+        """
+        from torch.compiler import is_compiling as compiling
+        from torch.nn import Module
+
+
+        class M(Module):
+            def forward(self, x):
+                print(x)
+                return x
+        """,
+        unsafe=False,
+    )
+    assert "        if not compiling():\n            print(x)\n" in result.text and "import torch\n" not in result.text
+
+
 def test_torch_alias_is_used():
     result = fixed(
         """
