@@ -463,7 +463,8 @@ def _torch_non_tensor(q: str) -> bool:
     if q.startswith(K.TORCH_NON_TENSOR_PREFIXES):
         return True
     last = q.rsplit(".", 1)[-1]
-    return q.count(".") == 1 and last in K.TORCH_NON_TENSOR_FUNCS
+    # `torch.is_autocast_cpu_enabled()`, `torch.get_autocast_dtype()`: flags and settings.
+    return q.count(".") == 1 and (last in K.TORCH_NON_TENSOR_FUNCS or last.startswith(("is_", "get_autocast")))
 
 
 def _submodule_types(value: cst.BaseExpression, fa: FileAnalyzer) -> list[str]:
@@ -663,9 +664,10 @@ class FunctionContext(cst.CSTVisitor):
             if ak is not None:
                 self.env[name] = ak
             elif (pos in hints or name in hints) and (p.default is None or _is_none(p.default)):
-                self.env[name] = hints.get(pos) or hints.get(name)
+                hinted = hints.get(pos) or hints.get(name)
+                self.env[name] = N if hinted == P and K.names_a_config_value(name) else hinted
             elif tensor_by_default and (p.default is None or _is_none(p.default)):
-                self.env[name] = P
+                self.env[name] = N if K.names_a_config_value(name) else P
             elif p.default is not None and not _is_none(p.default):
                 self.env[name] = N
             else:

@@ -5,6 +5,9 @@ a tensor's shape), N (known not to be a tensor), U (unknown). Only T/B ever trig
 data-dependent finding; U never does, which is what keeps precision high.
 """
 
+import re
+
+
 T = "T"
 B = "B"
 # A "presumed" tensor: an unannotated parameter of forward / a compiled function. It behaves as a
@@ -209,3 +212,16 @@ TENSOR_METHODS = frozenset(
     view_as volatile vsplit where xlogy xlogy_ xpu zero_
     """.split()
 )
+
+
+# Unannotated parameters are presumed tensors in forward and in helpers called with tensors, but
+# some names say they hold sizes, counts or flags (`num_hashes=None`, `inputs_shape`, `use_cache`).
+_CONFIG_PARAM_NAME = re.compile(
+    r"^(num|n|use|output|return|is|do|has|max|min)_"
+    r"|_(size|sizes|len|length|dim|dims|shape|count|steps|idx|index|flag)$"
+    r"|^(training|inplace|dim|axis|eps|dtype|device)$"
+)
+
+
+def names_a_config_value(param: str) -> bool:
+    return bool(_CONFIG_PARAM_NAME.search(param))
