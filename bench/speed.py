@@ -16,6 +16,7 @@ Runs, each a fresh process, stdout thrown away, median wall time of `--runs`:
                      one run that filled the cache: nothing changed
   dynalint 1 changed the same, after appending a comment to one big model file before each run
   ruff               `ruff check --select ALL --no-cache TREE`
+  parse: ast/libcst  with --parse-every N: CPU time of parsing every Nth file in this process
   torchfix           `torchfix TREE` (its default rules), from its own virtual environment
                      (`--torchfix PATH`; skipped, saying so, when absent). It is slow: `--torchfix-runs`
                      (default 1) sets how many runs it gets, and the table says how many it had.
@@ -267,6 +268,31 @@ def table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def parse_rates(tree: Tree, every: int) -> list[Row]:
+    """CPU time of parsing every `every`-th file with Python's `ast` and with libcst, in this
+    process, collector off: the floor under any libcst-based analysis of the tree."""
+    import ast
+    import gc
+
+    import libcst
+
+    paths = sorted(p for p in ([tree.path] if tree.path.is_file() else tree.path.rglob("*.py")) if "__pycache__" not in p.parts)
+    texts = [p.read_text(encoding="utf-8") for p in paths[::every]]
+    lines = sum(t.count("\n") for t in texts)
+    rows = []
+    for name, parse in (("parse: ast", ast.parse), ("parse: libcst", libcst.parse_module)):
+        gc.disable()
+        start = time.process_time()
+        for text in texts:
+            parse(text)
+        cpu = time.process_time() - start
+        gc.enable()
+        row = Row(name, tree.name, len(texts), lines, runs=[cpu], cpu_s=cpu, note=f"every {every}th file, one core, CPU s as wall")
+        rows.append(row)
+        print(f"  {name:<22} {tree.name:<28} {cpu:7.2f} s CPU for {lines:,} lines", file=sys.stderr)
+    return rows
+
+
 def machine() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return f"{os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}, load average {load:.1f} at the end"
@@ -282,6 +308,7 @@ def main() -> int:
     ap.add_argument("--timm", type=Path, default=None, help="timm package folder")
     ap.add_argument("-j", "--jobs", type=int, default=0, help="dynalint workers (default: all cores)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
+    ap.add_argument("--parse-every", type=int, default=0, help="also time parsing every Nth file with ast and libcst")
     args = ap.parse_args()
 
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
@@ -297,6 +324,8 @@ def main() -> int:
                 rows += bench_dynalint(tree, args.runs, args.jobs, work)
             if "torchfix" in tools:
                 rows += bench_torchfix(tree, args.torchfix_runs, args.torchfix, work)
+            if args.parse_every:
+                rows += parse_rates(tree, args.parse_every)
     print(f"\n{machine()}\n")
     print(table(rows))
     if args.json:

@@ -201,6 +201,21 @@ class TensorControlFlow(Rule):
         Example(
             """
             import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, num_hashes=None, max_length=None):
+                    # Names of counts and sizes: not presumed tensors.
+                    num_hashes = num_hashes if num_hashes is not None else 2
+                    if num_hashes > 1:
+                        x = x * num_hashes
+                    return x
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            """
+            import torch
 
             @torch.compile
             def f(x):
