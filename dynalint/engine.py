@@ -459,6 +459,16 @@ def lint_files(files: list[SourceFile], config: Config, jobs: int = 0, cache_dir
     return select_findings(summaries, config)
 
 
+def analyze_with_facts(file: SourceFile, config: Config, facts: Optional[dict] = None):
+    """One file's summary, analysed with what other files told about it in a whole-project run
+    (`lint/hints.py`): how `--fix` re-lints a file it changed without re-analysing the rest."""
+    from dynalint.lint.analyzer import FileSummary
+
+    item = (file.display, str(file.path), file.module, file.is_package, file.text, tuple(config.is_compiling_functions), None)
+    _display, data = _analyze_one(item + (facts,) if facts else item)
+    return FileSummary.from_cache(data)
+
+
 def lint_source(source: str, filename: str = "<stdin>", config: Optional[Config] = None, context: Iterable[SourceFile] = ()) -> list[Finding]:
     """Lint one in-memory source (editors, tests). `context` files help resolve bases and calls."""
     config = config or Config()

@@ -134,7 +134,10 @@ def import_torch_edit(info: SourceInfo, positions) -> Edit:
     if after is not None:
         return _insert_line_after(info, positions[after].end.line, "import torch")
     if body:
-        return insert_line_before(positions[body[0]].start.line, line)
+        # Code follows directly: keep it apart as formatters would (two blank lines before a
+        # def or class, one before other statements).
+        blank = 2 if isinstance(body[0], (cst.FunctionDef, cst.ClassDef)) else 1
+        return insert_line_before(positions[body[0]].start.line, line + info.newline * blank)
     return insert_line_before(len(info.lines) + 1, line)
 
 

@@ -1000,3 +1000,33 @@ def test_fix_reports_fixed_remaining_and_unsafe_count(tmp_path):
     res = _check("--fix", "--unsafe-fixes", path)
     assert res.exit_code == 0 and "Found 1 error (1 fixed, 0 remaining)." in res.output
     assert "breakpoint" not in path.read_text()
+
+
+def test_fix_keeps_findings_that_depend_on_other_files(tmp_path):
+    """After fixing a helper file, its remaining findings are those the whole-project run would
+    report: the helper's parameter is a tensor only because a caller in another file passes one."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops.py").write_text(
+        "def clamp_outliers(x, limit=6.0):\n"
+        "    print('clamping')\n"
+        "    if x.abs().max() > limit:\n"
+        "        x = x.clamp(-limit, limit)\n"
+        "    return x\n"
+    )
+    (pkg / "model.py").write_text(
+        "from torch import nn\n"
+        "from .ops import clamp_outliers\n\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return clamp_outliers(x * 2)\n"
+    )
+    before = _check("--output-format", "concise", pkg)
+    assert "ops.py:2:5: DYN101" in before.output and "ops.py:3:8: DYN120" in before.output, before.output
+    res = _check("--fix", "--output-format", "concise", pkg)
+    fixed = (pkg / "ops.py").read_text()
+    assert fixed.startswith("import torch\n\n\ndef clamp_outliers(x, limit=6.0):\n    if not torch.compiler.is_compiling():\n")
+    assert "ops.py:7:8: DYN120" in res.output, res.output  # below the added import and guard
+    assert "(1 fixed, 1 remaining)" in res.output
+    assert res.exit_code == 1
