@@ -1277,6 +1277,22 @@ def parse_noqa(source: str) -> dict[int, Optional[list[str]]]:
 # Entry point
 
 
+# The last few texts parsed in this process: the engine's cross-file rounds analyse a file again
+# with what other files told it (`lint/hints.py`), and a file changed in a warm tree goes through
+# up to three such analyses in one run; libcst trees are immutable, so they can be shared.
+_PARSED: list[tuple[str, cst.Module]] = []
+
+
+def _parse_module(source: str) -> cst.Module:
+    for text, module in _PARSED:
+        if text == source:
+            return module
+    module = cst.parse_module(source)
+    _PARSED.append((source, module))
+    del _PARSED[:-2]
+    return module
+
+
 def analyze_source(
     source: str,
     filename: str,
@@ -1286,7 +1302,7 @@ def analyze_source(
 ) -> FileSummary:
     options = options or AnalyzerOptions()
     try:
-        module = cst.parse_module(source)
+        module = _parse_module(source)
     except cst.ParserSyntaxError as exc:
         return _syntax_error_summary(source, filename, module_name, exc)
     except RecursionError:

@@ -313,3 +313,19 @@ def test_positions_of_single_functions_match_the_whole_module(newline):
     for node in _all_nodes(module):  # nodes outside the pieces: the whole module, on demand
         assert got[node] == expected[node]
     assert fastcst.source_of(module) == source == module.code
+
+
+def test_reanalysing_a_text_reuses_its_parse_and_still_applies_new_facts():
+    """The cross-file rounds analyse a file again with more facts: the parse is shared, the
+    findings follow the facts."""
+    from dynalint.lint import analyzer
+    from dynalint.lint.analyzer import AnalyzerOptions, analyze_source
+
+    text = "def clamp(x):\n    if x.max() > 1:\n        x = x / 2\n    return x\n"
+    plain = analyze_source(text, "ops.py", "ops")
+    module = analyzer._PARSED[-1][1]
+    told = analyze_source(text, "ops.py", "ops", options=AnalyzerOptions(external_hints={"ops.clamp": {"0": "T"}}))
+    assert analyzer._PARSED[-1][1] is module
+    assert [f.code for f in told.findings] == ["DYN120"] and not plain.findings
+    analyze_source(text + "\n", "ops.py", "ops")
+    assert analyzer._PARSED[-1][1] is not module
