@@ -10,6 +10,7 @@ top of whichever config governs. Settings that shape the whole run (`src`, `extr
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -101,6 +102,8 @@ class Config:
     hierarchical: bool = False
     overrides: Overrides = field(default_factory=Overrides)
     _nested: dict[Path, "Config"] = field(default_factory=dict, repr=False, compare=False)
+    # folder (as given) -> the config governing files in it: selection asks once per file and code
+    _by_folder: dict[str, "Config"] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def root(self) -> Path:
@@ -114,7 +117,7 @@ class Config:
 
     def with_overrides(self, overrides: Overrides) -> "Config":
         """A copy with command-line / editor selection applied (also to nested configs)."""
-        cfg = replace(self, overrides=overrides, _nested={})
+        cfg = replace(self, overrides=overrides, _nested={}, _by_folder={})
         overrides.apply(cfg)
         return cfg
 
@@ -123,7 +126,14 @@ class Config:
         """The config governing filename: the nearest one above it, else this one."""
         if not self.hierarchical:
             return self
-        found = nearest_config(Path(filename).absolute().parent)
+        folder = os.path.dirname(os.fspath(filename))
+        cfg = self._by_folder.get(folder)
+        if cfg is None:
+            cfg = self._by_folder[folder] = self._for_folder(Path(filename).absolute().parent)
+        return cfg
+
+    def _for_folder(self, folder: Path) -> "Config":
+        found = nearest_config(folder)
         if found is None or (self.path is not None and found == self.path.resolve()):
             return self
         cfg = self._nested.get(found)
@@ -154,6 +164,8 @@ class Config:
     def _per_file(self, filename: str) -> tuple[str, ...]:
         import fnmatch
 
+        if not self.per_file_ignores:
+            return ()
         out: list[str] = []
         path = Path(filename)
         try:
