@@ -10,6 +10,7 @@ from typing import Optional
 
 import click
 
+from dynalint import engine
 from dynalint.config import Config, ConfigError, resolve_config
 from dynalint.engine import SourceFile, analyze_files, module_name_for, read_source, select_findings
 from dynalint.findings import Finding
@@ -175,6 +176,7 @@ def run_check(opts: CheckOptions) -> int:
                 click.echo("dynalint: warning: no Python files found", err=True)
             return EXIT_CLEAN
         progress = _Progress(opts.progress, "dynalint")
+        engine.FREEZE_AFTER_LOAD = True  # a one-shot run: what it loads lives until it exits
         summaries = analyze_files(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
         findings = select_findings(summaries, config)
         if opts.fix or opts.diff:

@@ -95,7 +95,7 @@ def read_source(path: Path) -> str:
 
 
 def _read_failure(display: str, module: str, exc: Exception) -> dict:
-    from dynalint.lint.analyzer import FileSummary
+    from dynalint.lint.summary import FileSummary
 
     reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
     summary = FileSummary(filename=display, module=module)
@@ -287,7 +287,7 @@ def analyze_files(
     cache_dir: Optional[Path] = None,
     progress: Optional[Callable[[int, int], None]] = None,
 ):
-    from dynalint.lint.analyzer import FileSummary
+    from dynalint.lint.summary import FileSummary
 
     compiling = tuple(config.is_compiling_functions)
     cache_arg = str(cache_dir) if cache_dir else None
@@ -345,7 +345,7 @@ class _RunRecord:
         self.members: tuple = ()
 
     def summaries(self) -> Optional[list]:
-        from dynalint.lint.analyzer import FileSummary
+        from dynalint.lint.summary import FileSummary
 
         final = self.data.get("final")
         if not final:
@@ -376,6 +376,13 @@ class _RunRecord:
         self.run_cache.cache.save_record(self.name, self.data)
 
 
+# Set by one-shot commands (`dynalint check`): objects alive after loading summaries stay alive
+# until the process ends, so they are moved out of the collector's view (`gc.freeze`) instead
+# of being scanned when it comes back on. A long-lived process (the language server) keeps this
+# off, so that everything it drops can still be collected.
+FREEZE_AFTER_LOAD = False
+
+
 @contextlib.contextmanager
 def _gc_paused():
     """Summaries are millions of small acyclic objects (dicts, lists, strings) made in a burst:
@@ -386,6 +393,8 @@ def _gc_paused():
     try:
         yield
     finally:
+        if FREEZE_AFTER_LOAD:
+            gc.freeze()  # else the first allocation after enabling scans them all once
         if was_enabled:
             gc.enable()
 
@@ -396,7 +405,7 @@ def _apply_external_hints(
     """Analyse again the files that learn from other files: tensors passed to their functions,
     tensors returned by the functions they import; a few rounds cover helpers calling helpers.
     Each round's facts come from the summaries at its start, so its files run in parallel."""
-    from dynalint.lint.analyzer import FileSummary
+    from dynalint.lint.summary import FileSummary
     from dynalint.lint.hints import cross_file_facts
 
     item_of = {w[0]: w for w in work}
@@ -462,7 +471,7 @@ def lint_files(files: list[SourceFile], config: Config, jobs: int = 0, cache_dir
 def analyze_with_facts(file: SourceFile, config: Config, facts: Optional[dict] = None):
     """One file's summary, analysed with what other files told about it in a whole-project run
     (`lint/hints.py`): how `--fix` re-lints a file it changed without re-analysing the rest."""
-    from dynalint.lint.analyzer import FileSummary
+    from dynalint.lint.summary import FileSummary
 
     item = (file.display, str(file.path), file.module, file.is_package, file.text, tuple(config.is_compiling_functions), None)
     _display, data = _analyze_one(item + (facts,) if facts else item)

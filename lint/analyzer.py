@@ -20,77 +20,8 @@ from dynalint.findings import Finding, Fix
 from . import fastcst
 from . import kinds as K
 from .kinds import B, N, P, S, T, U, TENSORISH
-
-
-# --------------------------------------------------------------------------------------------
-# Summary data (plain, JSON-able)
-
-
-@dataclass
-class FunctionInfo:
-    qualname: str  # dotted: module.Class.method or module.func
-    cls: Optional[str]  # dotted class name when a method
-    name: str
-    compile_root: bool = False  # decorated with @torch.compile
-    disabled: bool = False  # decorated with @torch.compiler.disable and friends
-    returns_tensor: bool = False  # some `return` gives a tensor (callers in other files use it)
-    # Calls made from live code: ("name", dotted) | ("self", method) | ("selfattr", attr, method)
-    # | ("super", method)
-    edges: list[tuple] = field(default_factory=list)
-
-
-@dataclass
-class ClassInfo:
-    qualname: str
-    bases: list[str]
-    methods: list[str]
-    # attribute -> dotted class names of the submodule(s) stored there (ModuleList elements too)
-    attr_types: dict[str, list[str]] = field(default_factory=dict)
-
-
-@dataclass
-class FileSummary:
-    filename: str
-    module: str
-    imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted
-    classes: dict[str, ClassInfo] = field(default_factory=dict)
-    functions: dict[str, FunctionInfo] = field(default_factory=dict)
-    compile_targets: list[str] = field(default_factory=list)  # dotted names given to torch.compile()
-    findings: list[Finding] = field(default_factory=list)
-    # Lines carrying `# noqa` comments: row -> None (bare) or list of codes.
-    noqa: dict[int, Optional[list[str]]] = field(default_factory=dict)
-    # Tensors passed to functions of other files: dotted callee -> {position or keyword: kind}.
-    # The engine turns them into the callee's parameter hints (`external_hints`).
-    call_hints: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    def to_cache(self) -> dict[str, Any]:
-        return {
-            "filename": self.filename,
-            "module": self.module,
-            "imports": self.imports,
-            "classes": {k: vars(v) for k, v in self.classes.items()},
-            "functions": {k: vars(v) for k, v in self.functions.items()},
-            "compile_targets": self.compile_targets,
-            "findings": [f.to_cache() for f in self.findings],
-            "noqa": {str(k): v for k, v in self.noqa.items()},
-            "call_hints": self.call_hints,
-        }
-
-    @classmethod
-    def from_cache(cls, d: dict[str, Any]) -> "FileSummary":
-        return cls(
-            filename=d["filename"],
-            module=d["module"],
-            imports=d["imports"],
-            classes={k: ClassInfo(**v) for k, v in d["classes"].items()},
-            functions={
-                k: FunctionInfo(**{**v, "edges": [tuple(e) for e in v["edges"]]}) for k, v in d["functions"].items()
-            },
-            compile_targets=d["compile_targets"],
-            findings=[Finding.from_cache(f) for f in d["findings"]],
-            noqa={int(k): v for k, v in d["noqa"].items()},
-            call_hints=d.get("call_hints", {}),
-        )
+# The summary data (plain, JSON-able) lives apart, so that cached runs need no libcst.
+from .summary import ClassInfo, FileSummary, FunctionInfo
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .analyzer import FileSummary
+from .summary import FileSummary
 from .kinds import P, T
 from .regions import Project
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Optional
 
-from .analyzer import ClassInfo, FileSummary, FunctionInfo
+from .summary import ClassInfo, FileSummary, FunctionInfo
 from .kinds import NON_MODULE_BASES
 
 

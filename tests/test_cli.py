@@ -145,3 +145,25 @@ def test_check_never_imports_torch_or_heavy_modules(tmp_path, extra):
     last = result.stdout.decode().strip().splitlines()[-1]
     assert last.endswith("HEAVY []"), last
     assert last.startswith(("EXIT 1", "EXIT 0")), result.stderr.decode()[-2000:]
+
+
+def test_a_run_served_from_the_cache_does_not_import_libcst(tmp_path):
+    """Unchanged files come from the cache: their summaries are plain data (lint/summary.py), so
+    the run skips libcst's import, the largest fixed cost of a cold process."""
+    (tmp_path / "m.py").write_text(MODEL)
+    probe = textwrap.dedent(
+        """\
+        import sys
+        from dynalint.cli import main
+        try:
+            main(["check", "--output-format", "concise", "m.py"])
+        except SystemExit as e:
+            code = e.code
+        print("EXIT", code, "LIBCST", "libcst" in sys.modules)
+        """
+    )
+    runs = [subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, timeout=120, env=_env()) for _ in range(2)]
+    first, second = (r.stdout.decode() for r in runs)
+    assert first.strip().endswith("EXIT 1 LIBCST True"), runs[0].stderr.decode()[-2000:]
+    assert second.strip().endswith("EXIT 1 LIBCST False"), runs[1].stderr.decode()[-2000:]
+    assert first.splitlines()[:-1] == second.splitlines()[:-1] and "DYN101" in first  # same findings
