@@ -2,7 +2,8 @@
 
 ## What it does
 Finds calls into modules Dynamo skips: `time.time()`, `time.perf_counter()`, `time.monotonic()`,
-Python's `random.*`, NumPy random functions Dynamo cannot map to torch (`np.random.permutation`),
+Python's `random.*`, NumPy random functions Dynamo cannot map to torch (`np.random.permutation`)
+or maps to code that reads a tensor value (`np.random.choice`),
 `torch.get_rng_state()` / `torch.set_rng_state()`, `input()`, `open()`, and
 calls of `nn.LSTM` / `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
 
@@ -10,8 +11,10 @@ calls of `nn.LSTM` / `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN
 These functions live in files Dynamo does not trace ("Attempted to call function marked as
 skipped"). The graph ends before the call and a new one starts after it. `math.*` and the NumPy
 random functions that `torch._numpy` implements (`np.random.rand`, `randn`, `randint`, `uniform`,
-`normal`, `choice`, `shuffle`, ...) *are* traced and are not reported; others, such as
-`np.random.permutation`, are "unsupported by PyTorch" and break.
+`normal`, `shuffle`, ...) *are* traced and are not reported; others, such as
+`np.random.permutation`, are "unsupported by PyTorch" and break. `np.random.choice` is
+implemented there too, but its implementation reads a sampled tensor value, so it breaks
+("Data dependent operator") whatever its arguments (wav2vec2's SpecAugment masking).
 
 ## Example
 ```python
@@ -49,10 +52,11 @@ UNTRACEABLE = frozenset(
 )
 # Python's random module: every function in it.
 RANDOM_PREFIX = "random."
-# NumPy's random functions that torch._numpy implements (Dynamo traces these); any other
-# `numpy.random.*` call (`permutation`, `default_rng`, ...) is "unsupported by PyTorch" and breaks.
+# NumPy's random functions that torch._numpy implements without reading tensor values (Dynamo
+# traces these); any other `numpy.random.*` call (`permutation`, `default_rng`, ...) is
+# "unsupported by PyTorch", and `choice` is a "Data dependent operator": both break.
 NUMPY_RANDOM_TRACED = frozenset(
-    {"choice", "normal", "rand", "randint", "randn", "random", "random_sample", "sample", "seed", "shuffle", "uniform"}
+    {"normal", "rand", "randint", "randn", "random", "random_sample", "sample", "seed", "shuffle", "uniform"}
 )
 
 
@@ -169,6 +173,18 @@ class UntraceableCall(Rule):
             def f(x):
                 order = np.random.permutation(np.arange(4))  # expect: DYN105
                 return x + 1
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                keep = np.random.choice(np.arange(8), 3, replace=False)  # expect: DYN105
+                return x * 2 + 1
             """,
             dynamo=BREAKS,
         ),
