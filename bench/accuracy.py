@@ -1,6 +1,6 @@
 """Precision and recall of dynalint against the break sites Dynamo reports on real models.
 
-For each model (transformers with tiny random configs, timm with random init):
+For each model (transformers with tiny random configs, timm and torchvision with random init):
   1. run it eagerly while recording every executed line of the library's source files;
   2. run `torch._dynamo.explain` and map each break reason to its innermost frame outside torch;
   3. lint the same installed source files (one project, so cross-file regions resolve);
@@ -11,6 +11,7 @@ plus the misses and the false alarms, so each one can be looked at.
 
     python bench/accuracy.py                      # transformers suite
     python bench/accuracy.py --suite timm         # needs timm (and torchvision)
+    python bench/accuracy.py --suite torchvision  # classification, segmentation and detection models
     python bench/accuracy.py --only longformer,big_bird --verbose
 """
 
@@ -142,10 +143,72 @@ def build_timm(name: str):
     return model, {"x": torch.randn(1, *size)}
 
 
+# torchvision: classifiers and segmenters run in eval and train mode; detectors (their data-dependent
+# post-processing: score thresholds, NMS, box decoding) in eval mode only, since training them
+# needs targets.
+TORCHVISION_MODELS = [
+    "resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "swin_t", "convnext_tiny",
+    "regnet_y_400mf", "shufflenet_v2_x0_5", "squeezenet1_0", "googlenet", "mnasnet0_5",
+    "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large",
+    "fasterrcnn_mobilenet_v3_large_320_fpn", "retinanet_resnet50_fpn", "ssdlite320_mobilenet_v3_large",
+    "fcos_resnet50_fpn", "maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn",
+]
+TORCHVISION_DETECTION = ("rcnn", "retinanet", "ssd", "fcos")
+
+
+def build_torchvision(name: str):
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    detector = any(k in name for k in TORCHVISION_DETECTION)
+    kwargs = {"weights": None, "weights_backbone": None} if detector or name.startswith(("deeplab", "lraspp")) else {"weights": None}
+    if name == "googlenet":
+        kwargs["aux_logits"] = False
+        kwargs["init_weights"] = True
+    model = torchvision.models.get_model(name, **kwargs).eval()
+    gen = torch.Generator().manual_seed(0)
+    if detector:
+        return _EvalOnly(model), {"images": [torch.rand(3, 160, 200, generator=gen)]}
+    return model, {"x": torch.randn(1, 3, 224, 224, generator=gen)}
+
+
+def _make_eval_only():
+    import torch
+
+    class EvalOnly(torch.nn.Module):
+        """Keeps a detector in eval mode in the "train" pass (training needs targets)."""
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def train(self, mode: bool = True):
+            super().train(mode)
+            self.inner.eval()
+            return self
+
+        def forward(self, images):
+            return self.inner(images)
+
+    return EvalOnly
+
+
+def _EvalOnly(model):
+    return _make_eval_only()(model)
+
+
+SUITES = {
+    "transformers": (lambda: TRANSFORMERS_MODELS, lambda: build_transformers),
+    "timm": (lambda: TIMM_MODELS, lambda: build_timm),
+    "torchvision": (lambda: TORCHVISION_MODELS, lambda: build_torchvision),
+}
+
+
 def _library_root(suite: str) -> str:
     import importlib
 
-    mod = importlib.import_module("transformers" if suite == "transformers" else "timm")
+    mod = importlib.import_module(suite)
     return os.path.dirname(mod.__file__) + os.sep
 
 
@@ -361,7 +424,7 @@ def _untraced_ranges(points) -> dict[str, list[tuple[int, int]]]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", choices=["transformers", "timm"], default="transformers")
+    ap.add_argument("--suite", choices=sorted(SUITES), default="transformers")
     ap.add_argument("--only", help="comma-separated model names")
     ap.add_argument("--json", help="write all results here")
     ap.add_argument("--verbose", action="store_true")
@@ -372,10 +435,10 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
 
-    names = TRANSFORMERS_MODELS if args.suite == "transformers" else TIMM_MODELS
+    names = SUITES[args.suite][0]()
     if args.only:
         names = [n for n in args.only.split(",") if n]
-    builder = build_transformers if args.suite == "transformers" else build_timm
+    builder = SUITES[args.suite][1]()
     root = _library_root(args.suite)
 
     runs = load_runs(args.runs, root) if args.runs and Path(args.runs).exists() else None

@@ -393,6 +393,10 @@ RNN_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 def _torch_non_tensor(q: str) -> bool:
     if q.startswith(K.TORCH_NON_TENSOR_PREFIXES):
         return True
+    # The C API gives flags and state (`torch._C._get_tracing_state()`, dispatch keys), except
+    # its operator namespaces, which are the tensor ops behind `F.*`, `torch.linalg.*`, ...
+    if q.startswith("torch._C.") and not q.startswith(K.TORCH_C_TENSOR_PREFIXES):
+        return True
     last = q.rsplit(".", 1)[-1]
     # `torch.is_autocast_cpu_enabled()`, `torch.get_autocast_dtype()`: flags and settings.
     return q.count(".") == 1 and (last in K.TORCH_NON_TENSOR_FUNCS or last.startswith(("is_", "get_autocast")))

@@ -35,6 +35,16 @@ TORCH_NON_TENSOR_FUNCS = frozenset(
     """.split()
 )
 # torch submodules whose callables are not tensor ops.
+# `torch._C.*` namespaces whose functions are tensor operators; the rest of `torch._C` is not.
+TORCH_C_TENSOR_PREFIXES = (
+    "torch._C._nn.",
+    "torch._C._VariableFunctions.",
+    "torch._C._linalg.",
+    "torch._C._fft.",
+    "torch._C._special.",
+    "torch._C._nested.",
+    "torch._C._sparse.",
+)
 TORCH_NON_TENSOR_PREFIXES = (
     "torch.cuda.",
     "torch.backends.",

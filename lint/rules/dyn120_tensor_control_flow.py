@@ -203,6 +203,23 @@ class TensorControlFlow(Rule):
             import torch
             from torch import nn
 
+            def _is_tracing():
+                return torch._C._get_tracing_state()
+
+            class M(nn.Module):
+                def forward(self, x):
+                    # The C API's flags and state are not tensors (torchvision's own helper).
+                    if _is_tracing():
+                        x = x + 1
+                    return x * 2
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
             class M(nn.Module):
                 def forward(self, x, num_hashes=None, max_length=None):
                     # Names of counts and sizes: not presumed tensors.

@@ -38,6 +38,7 @@ DYNAMIC_FUNCS = frozenset(
         "torchvision.ops.batched_nms",
         "torchvision.ops.boxes.nms",
         "torchvision.ops.boxes.batched_nms",
+        "torch.ops.torchvision.nms",  # the operator behind them (torchvision's own code calls it)
     }
 )
 DYNAMIC_METHODS = frozenset({"nonzero", "masked_select", "argwhere", "bincount"})
