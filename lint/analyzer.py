@@ -108,6 +108,42 @@ def annotation_kind(ann: Optional[cst.Annotation]) -> Optional[str]:
     return T if len(tensors) == len(members) else P
 
 
+_TYPE_COMMENT = re.compile(r"#\s*type:\s*\((.*)\)\s*->")
+
+
+def type_comment_kinds(fn: cst.FunctionDef) -> Optional[list[Optional[str]]]:
+    """Kinds of the parameters from a signature type comment (TorchScript-era code:
+    `# type: (Tensor, int) -> Tensor`, on the `def` line or first in the body), in order, `self`
+    not included; None when the function has none."""
+    texts = []
+    header = getattr(fn.body, "header", None)
+    if header is not None and header.comment is not None:
+        texts.append(header.comment.value)
+    body = getattr(fn.body, "body", ())
+    if body:
+        texts += [line.comment.value for line in getattr(body[0], "leading_lines", ()) if line.comment is not None]
+    for text in texts:
+        m = _TYPE_COMMENT.match(text.strip())
+        if m is None:
+            continue
+        parts, depth, cur = [], 0, ""
+        for ch in m.group(1):
+            depth += ch in "[(" and 1 or 0
+            depth -= ch in "])" and 1 or 0
+            if ch == "," and depth == 0:
+                parts.append(cur)
+                cur = ""
+            else:
+                cur += ch
+        if cur.strip():
+            parts.append(cur)
+        try:
+            return [annotation_kind(cst.Annotation(cst.parse_expression(t.strip()))) for t in parts]
+        except (cst.ParserSyntaxError, ValueError, TypeError):
+            return None
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # File-level analysis
 
@@ -589,6 +625,9 @@ class FunctionContext(cst.CSTVisitor):
         for slot, k in ((self.fa.options.external_hints or {}).get(self.qual) or {}).items():
             slot = int(slot) if slot.isdigit() else slot
             hints[slot] = P if P in (k, hints.get(slot)) else k
+        commented = type_comment_kinds(self.fn)
+        if commented is not None and len(commented) != len(params) - (1 if is_method else 0):
+            commented = None  # does not describe these parameters
         for i, p in enumerate(params):
             name = p.name.value
             if i == 0 and is_method:
@@ -596,6 +635,8 @@ class FunctionContext(cst.CSTVisitor):
                 continue
             ak = annotation_kind(p.annotation)
             pos = i - 1 if is_method else i
+            if ak is None and commented is not None:
+                ak = commented[pos]
             if ak is not None:
                 self.env[name] = ak
             elif (pos in hints or name in hints) and (p.default is None or _is_none(p.default)):

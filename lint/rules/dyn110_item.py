@@ -62,6 +62,27 @@ class ItemCall(Rule):
         Example(
             """
             import torch
+            from torch import nn
+
+            def paste(mask, box, h, w):
+                # type: (Tensor, Tensor, int, int) -> Tensor
+                width = int(box[2] - box[0] + 1)  # expect: DYN110
+                return mask[:, :width] * h
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.boxes = [torch.tensor([0, 0, 3, 3])]
+
+                def forward(self, x):
+                    # `box` is a tensor by the TorchScript type comment alone.
+                    return paste(x, self.boxes[0], 4, 4)
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
 
             @torch.compile
             def f(x):
