@@ -834,6 +834,7 @@ class FunctionContext(cst.CSTVisitor):
         if ik in TENSORISH:
             elem = T
         self._bind(node.target, None, elem)
+        self._bind_zipped(node.target, it)
         ref = self._submodule_list_ref(it)
         if ref is not None and isinstance(node.target, cst.Name):
             self.local_types[node.target.value] = ref
@@ -849,6 +850,25 @@ class FunctionContext(cst.CSTVisitor):
         if node.orelse is not None:
             self._walk_block(node.orelse.body)
         return False
+
+    def _bind_zipped(self, target: cst.BaseExpression, it: cst.BaseExpression) -> None:
+        """`for a, b in zip(x, y)` / `for i, row in enumerate(x)`: iterating a tensor yields
+        tensors (its rows), so each name taken from a tensor is one; a presumed tensor gives a
+        presumed one. Other sources (lists, ranges) stay unknown."""
+        if not (isinstance(it, cst.Call) and isinstance(target, (cst.Tuple, cst.List))):
+            return
+        q = self.qualname(it.func)
+        names = [e.value for e in target.elements]
+        if q == "zip" and len(it.args) == len(names) and not any(a.star for a in it.args):
+            pairs = [(n, a.value) for n, a in zip(names, it.args)]
+        elif q == "enumerate" and it.args and len(names) == 2 and not it.args[0].star:
+            pairs = [(names[1], it.args[0].value)]
+        else:
+            return
+        for name, source in pairs:
+            k = self.kind(source)
+            if isinstance(name, cst.Name) and k in TENSORISH:
+                self._bind(name, None, P if k == P else T)
 
     def visit_While(self, node: cst.While) -> bool:
         node.test.visit(self)
