@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
 from dynalint import __version__
+from dynalint.atomic import write_bytes_atomically
 
 FORMAT = "m1"  # bump when the entry layout changes
 
@@ -48,20 +47,6 @@ def _code_fingerprint() -> str:
 _FINGERPRINT: Optional[str] = None
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 class Cache:
     def __init__(self, directory: Path):
         global _FINGERPRINT
@@ -72,7 +57,7 @@ class Cache:
         gitignore = directory / ".gitignore"
         if not gitignore.exists():
             try:
-                _write_atomically(gitignore, b"*\n")
+                write_bytes_atomically(gitignore, b"*\n")
             except OSError:
                 pass
 
@@ -123,7 +108,7 @@ class Cache:
     def _save(self, path: Path, data: dict[str, Any]) -> None:
         try:
             path.parent.mkdir(exist_ok=True)
-            _write_atomically(path, marshal.dumps(data))
+            write_bytes_atomically(path, marshal.dumps(data))
         except (OSError, ValueError):
             pass
 
@@ -131,6 +116,6 @@ class Cache:
         path = self._path(key)
         try:
             path.parent.mkdir(exist_ok=True)
-            _write_atomically(path, marshal.dumps(data))
+            write_bytes_atomically(path, marshal.dumps(data))
         except (OSError, ValueError):  # ValueError: a value marshal cannot hold; stay uncached
             pass

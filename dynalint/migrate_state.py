@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
+
+from dynalint.atomic import write_bytes_atomically
 
 STATE_VERSION = 1
 
@@ -66,10 +66,7 @@ class MigrationState:
         """Write atomically: an interrupted run must leave a readable state behind."""
         self.folder.mkdir(parents=True, exist_ok=True)
         data = {"version": STATE_VERSION, "files": self.files, "reverted": self.reverted, "models": self.models}
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".state.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, default=str)
-        os.replace(tmp, self.path)
+        write_bytes_atomically(self.path, json.dumps(data, indent=1, default=str).encode("utf-8"))
 
     # -- files -------------------------------------------------------------------------------
     def is_own_change(self, path: Path, current: Optional[str] = None) -> bool:

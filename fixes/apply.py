@@ -13,8 +13,6 @@ import ast
 import difflib
 import hashlib
 import io
-import os
-import tempfile
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
+from dynalint.atomic import write_bytes_atomically
 from dynalint.findings import Finding, SAFE
 
 from .base import split_lines
@@ -307,21 +306,7 @@ def write_atomic(path: Path, text: str, like: RawFile) -> None:
         mode = path.stat().st_mode & 0o7777
     except OSError:
         pass
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".dynalint-tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_bytes_atomically(path, data, mode=mode, durable=True)
 
 
 def _write_unless_changed(path: Path, display: str, text: str, raw: RawFile) -> Optional[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from dynalint import atomic
 from dynalint.cli import main
 from dynalint.config import Config
 from dynalint.findings import Edit, Finding, Fix, SAFE, UNSAFE
@@ -933,7 +934,7 @@ def test_failed_write_leaves_the_original_and_no_temp_file(tmp_path, monkeypatch
         seen.append((Path(src).parent, Path(src).read_text()))  # the temp file sits next to the target
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fix_apply.os, "replace", failing_replace)
+    monkeypatch.setattr(atomic.os, "replace", failing_replace)
     res = _check("--fix", path)
     assert seen == [(tmp_path, GUARDED)]
     assert path.read_text() == PRINTING
