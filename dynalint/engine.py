@@ -109,6 +109,12 @@ def _cache_key(cache, item: tuple, text: str) -> str:
     return cache.key(text, display, module, is_package, (compiling_fns, facts) if facts else compiling_fns)
 
 
+def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str]) -> tuple:
+    """What `_analyze_one` takes for a file (picklable for workers); the cross-file rounds append
+    the facts other files give it."""
+    return (f.display, str(f.path), f.module, f.is_package, f.text, compiling_fns, cache_dir)
+
+
 def _analyze_one(args: tuple) -> tuple[str, dict]:
     """Worker: returns (display, summary-as-dict). Runs in a child process for big runs."""
     from dynalint.lint.analyzer import AnalyzerOptions, analyze_source
@@ -141,6 +147,7 @@ def _analyze_one(args: tuple) -> tuple[str, dict]:
     gc.disable()
     try:
         summary = analyze_source(text, display, module, is_package, options)
+        summary.facts = facts or None
         data = summary.to_cache()
     finally:
         if was_enabled:
@@ -291,7 +298,7 @@ def analyze_files(
 
     compiling = tuple(config.is_compiling_functions)
     cache_arg = str(cache_dir) if cache_dir else None
-    work = [(f.display, str(f.path), f.module, f.is_package, f.text, compiling, cache_arg) for f in files]
+    work = [_work_item(f, compiling, cache_arg) for f in files]
     _resolved_dir.cache_clear()  # the memos serve one run's file list; a long-lived process
     _package_parts.cache_clear()  # (the language server) must see new folders and packages
     with _gc_paused():
@@ -473,7 +480,7 @@ def analyze_with_facts(file: SourceFile, config: Config, facts: Optional[dict] =
     (`lint/hints.py`): how `--fix` re-lints a file it changed without re-analysing the rest."""
     from dynalint.lint.summary import FileSummary
 
-    item = (file.display, str(file.path), file.module, file.is_package, file.text, tuple(config.is_compiling_functions), None)
+    item = _work_item(file, tuple(config.is_compiling_functions), None)
     _display, data = _analyze_one(item + (facts,) if facts else item)
     return FileSummary.from_cache(data)
 

@@ -323,7 +323,6 @@ def _write_unless_changed(path: Path, display: str, text: str, raw: RawFile) -> 
 def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = False, diff: bool = False) -> FixOutcome:
     """Fix every file that has applicable findings; lint context comes from the other files."""
     from dynalint.engine import SourceFile, analyze_with_facts
-    from dynalint.lint.hints import cross_file_facts
     from dynalint.lint.regions import Project
 
     outcome = FixOutcome()
@@ -332,7 +331,6 @@ def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = 
         by_file.setdefault(f.filename, []).append(f)
     summary_by_name = {s.filename: s for s in summaries}
     live: Optional[set[str]] = None
-    facts: Optional[dict[str, dict]] = None
     for sf in files:
         mine = by_file.get(sf.display, [])
         if not any(applicable(f, unsafe) for f in mine):
@@ -346,16 +344,15 @@ def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = 
             continue
         if live is None:
             live = Project(summaries, extra_roots=tuple(config.extra_roots)).reachable()
-            # What other files tell each file (tensors they pass in, helpers returning tensors):
-            # a fixed file is re-linted alone, but must keep the findings these facts led to.
-            facts = cross_file_facts(summaries)
         original = summary_by_name.get(sf.display)
 
-        def lint(text: str, sf=sf, original=original, raw=raw, mine=mine, known=facts.get(sf.display)) -> list[Finding]:
+        def lint(text: str, sf=sf, original=original, raw=raw, mine=mine) -> list[Finding]:
             if text == raw.text:
                 return list(mine)  # what the whole-project run found in this very text
             target = SourceFile(sf.path, sf.display, sf.module, sf.is_package, text=text)
-            summary = analyze_with_facts(target, config, known)
+            # Re-linted alone, with the facts other files gave its analysis in the whole run
+            # (tensors passed in, helpers returning tensors), so findings they led to remain.
+            summary = analyze_with_facts(target, config, original.facts if original is not None else None)
             return _select_in_file(summary, original, summaries, live, config)
 
         result = fix_text(raw.text, lint, unsafe)

@@ -48,6 +48,9 @@ class FileSummary:
     # Tensors passed to functions of other files: dotted callee -> {position or keyword: kind}.
     # The engine turns them into the callee's parameter hints (`external_hints`).
     call_hints: dict[str, dict[str, str]] = field(default_factory=dict)
+    # What other files told this file's analysis (`lint/hints.py`: {"hints", "returns"}), None
+    # when nothing: re-analysing the file alone with them (after a fix) gives the same kinds.
+    facts: Optional[dict[str, Any]] = None
 
     def to_cache(self) -> dict[str, Any]:
         return {
@@ -60,6 +63,7 @@ class FileSummary:
             "findings": [f.to_cache() for f in self.findings],
             "noqa": {str(k): v for k, v in self.noqa.items()},
             "call_hints": self.call_hints,
+            "facts": self.facts,
         }
 
     @classmethod
@@ -76,4 +80,5 @@ class FileSummary:
             findings=[Finding.from_cache(f) for f in d["findings"]],
             noqa={int(k): v for k, v in d["noqa"].items()},
             call_hints=d.get("call_hints", {}),
+            facts=d.get("facts"),
         )
