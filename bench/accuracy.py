@@ -170,19 +170,19 @@ def build_torchvision(name: str):
     model = torchvision.models.get_model(name, **kwargs).eval()
     gen = torch.Generator().manual_seed(0)
     if detector:
-        return _EvalOnly(model), {"images": [torch.rand(3, 160, 200, generator=gen)]}
+        return _eval_only(model), {"images": [torch.rand(3, 160, 200, generator=gen)]}
     if name.startswith(("deeplab", "lraspp")):  # batch of 2: train-mode batch norm on 1x1 maps
         key = "input" if name.startswith("lraspp") else "x"
         return model, {key: torch.randn(2, 3, 224, 224, generator=gen)}
     return model, {"x": torch.randn(1, 3, 224, 224, generator=gen)}
 
 
-def _make_eval_only():
+def _eval_only(model):
+    """The detector in a module that stays in eval mode in the "train" pass (training needs
+    targets)."""
     import torch
 
     class EvalOnly(torch.nn.Module):
-        """Keeps a detector in eval mode in the "train" pass (training needs targets)."""
-
         def __init__(self, inner):
             super().__init__()
             self.inner = inner
@@ -195,11 +195,7 @@ def _make_eval_only():
         def forward(self, images):
             return self.inner(images)
 
-    return EvalOnly
-
-
-def _EvalOnly(model):
-    return _make_eval_only()(model)
+    return EvalOnly(model)
 
 
 SUITES = {

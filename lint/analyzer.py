@@ -126,21 +126,16 @@ def type_comment_kinds(fn: cst.FunctionDef) -> Optional[list[Optional[str]]]:
         m = _TYPE_COMMENT.match(text.strip())
         if m is None:
             continue
-        parts, depth, cur = [], 0, ""
-        for ch in m.group(1):
-            depth += ch in "[(" and 1 or 0
-            depth -= ch in "])" and 1 or 0
-            if ch == "," and depth == 0:
-                parts.append(cur)
-                cur = ""
-            else:
-                cur += ch
-        if cur.strip():
-            parts.append(cur)
-        try:
-            return [annotation_kind(cst.Annotation(cst.parse_expression(t.strip()))) for t in parts]
-        except (cst.ParserSyntaxError, ValueError, TypeError):
+        params = m.group(1).strip()
+        if not params:
+            return []
+        try:  # the parameter list read as a tuple of type expressions: `(Tensor, dict[str, int],)`
+            types = cst.parse_expression(f"({params},)")
+        except cst.ParserSyntaxError:
             return None
+        if not isinstance(types, cst.Tuple):
+            return None
+        return [annotation_kind(cst.Annotation(e.value)) for e in types.elements]
     return None
 
 
