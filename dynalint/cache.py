@@ -97,6 +97,13 @@ class Cache:
     def save_record(self, name: str, data: dict[str, Any]) -> None:
         self._save(self.dir / "runs" / name, data)
 
+    # -- incremental states (see dynalint.incremental) -------------------------------------------
+    def load_state(self, name: str) -> dict[str, Any]:
+        return self._load(self.dir / "states" / name)
+
+    def save_state(self, name: str, data: dict[str, Any]) -> None:
+        self._save(self.dir / "states" / name, data)
+
     def _load(self, path: Path) -> dict[str, Any]:
         try:
             with open(path, "rb") as fh:

@@ -70,9 +70,15 @@ def collect_files(opts: CheckOptions, config: Config) -> list[SourceFile]:
     paths = opts.paths or [Path(".")]
     src_roots = [config.root / s for s in config.src]
     files = []
+    shown_folder: dict[str, str] = {}  # folder -> its display name (relpath once per folder)
     for p in discover(paths, config, force_exclude=opts.force_exclude):
         module, is_package = module_name_for(p, src_roots)
-        files.append(SourceFile(path=p, display=_display(p), module=module, is_package=is_package))
+        folder, name = os.path.split(str(p))
+        if folder not in shown_folder:
+            shown_folder[folder] = _display(Path(folder or "."))
+        shown = shown_folder[folder]
+        display = name if shown == "." else str(p) if os.path.isabs(shown) else os.path.join(shown, name)
+        files.append(SourceFile(path=p, display=display, module=module, is_package=is_package))
     return files
 
 
@@ -177,8 +183,13 @@ def run_check(opts: CheckOptions) -> int:
             return EXIT_CLEAN
         progress = _Progress(opts.progress, "dynalint")
         engine.FREEZE_AFTER_LOAD = True  # a one-shot run: what it loads lives until it exits
-        summaries = analyze_files(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
-        findings = select_findings(summaries, config)
+        if not (opts.fix or opts.diff):
+            from dynalint.incremental import lint_tree
+
+            findings = lint_tree(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
+        else:
+            summaries = analyze_files(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
+            findings = select_findings(summaries, config)
         if opts.fix or opts.diff:
             from dynalint.fixes.apply import fix_paths
 

@@ -109,18 +109,10 @@ def _compiled(patterns: tuple[str, ...]):
     return regex, tuple(p + "/" for p in cleaned)
 
 
-def _excluded(path: Path, config: Config, governing: Optional[dict] = None) -> bool:
-    """path itself matches `exclude`/`extend-exclude` of the config governing it. `governing`
-    memoises, per folder, that config's patterns and root (finding it resolves paths)."""
-    if governing is None:
-        cfg = config.for_path(path)
-        return _matches(path, tuple(cfg.exclude) + tuple(cfg.extend_exclude), cfg.root.absolute())
-    folder = path.parent
-    found = governing.get(folder)
-    if found is None:
-        cfg = config.for_path(path)
-        found = governing[folder] = (tuple(cfg.exclude) + tuple(cfg.extend_exclude), cfg.root.absolute())
-    return _matches(path, *found)
+def _excluded(path: Path, config: Config) -> bool:
+    """path itself matches `exclude`/`extend-exclude` of the config governing it."""
+    cfg = config.for_path(path)
+    return _matches(path, tuple(cfg.exclude) + tuple(cfg.extend_exclude), cfg.root.absolute())
 
 
 def is_excluded(path: Path, config: Config) -> bool:
@@ -141,7 +133,6 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
     """Python files under paths, sorted, excluding config excludes and gitignored files.
     Files named explicitly are always included (as in ruff), unless force_exclude."""
     ignorer = _Ignorer(config.respect_gitignore)
-    governing: dict = {}
     out: list[Path] = []
     seen: set[Path] = set()
     for given in paths:
@@ -158,20 +149,55 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
         floor = top if ignorer.ignored(top, True, top.parent) else None
         for dirpath, dirnames, filenames in os.walk(given):
             d = Path(dirpath)
-            keep = []
-            for name in sorted(dirnames):
-                sub = d / name
-                if _excluded(sub.absolute(), config, governing) or ignorer.ignored(sub.absolute(), True, top, floor):
-                    continue
-                keep.append(name)
-            dirnames[:] = keep
+            skip = _FolderRules(d.absolute(), config, ignorer, top, floor).skips
+            dirnames[:] = [name for name in sorted(dirnames) if not skip(name, True)]
             for name in sorted(filenames):
-                if not name.endswith(".py"):
-                    continue
-                f = d / name
-                if _excluded(f.absolute(), config, governing) or ignorer.ignored(f.absolute(), False, top, floor):
-                    continue
-                if f not in seen:
-                    seen.add(f)
-                    out.append(f)
+                if name.endswith(".py") and not skip(name, False):
+                    f = d / name
+                    if f not in seen:
+                        seen.add(f)
+                        out.append(f)
     return sorted(out, key=lambda p: p.as_posix())
+
+
+class _FolderRules:
+    """Exclusion and .gitignore for the entries of one folder, worked out once per folder (the
+    governing config, its patterns and root, the .gitignore files that apply and the entry's path
+    relative to each) so that each entry costs a few string operations: walking a big tree
+    asks this of thousands of files."""
+
+    def __init__(self, folder: Path, config: Config, ignorer: _Ignorer, top: Path, floor: Optional[Path]):
+        cfg = config.for_path(folder / "_")
+        self.regex, self.prefixes = _compiled(tuple(cfg.exclude) + tuple(cfg.extend_exclude))
+        root = cfg.root.absolute()
+        try:
+            rel = folder.relative_to(root).as_posix()
+        except ValueError:
+            rel = folder.as_posix()
+        self.rel_dir = "" if rel == "." else rel + "/"
+        self.specs: list[tuple[object, str]] = []  # (spec, this folder's path relative to its folder)
+        if ignorer.enabled:
+            git_root = floor or ignorer.git_root(folder) or top or folder
+            chain = []
+            d = folder
+            while True:
+                chain.append(d)
+                if d == git_root or d.parent == d:
+                    break
+                d = d.parent
+            for d in reversed(chain):
+                spec = ignorer.spec(d, d == git_root)
+                if spec is not None:
+                    inner = folder.relative_to(d).as_posix()
+                    self.specs.append((spec, "" if inner == "." else inner + "/"))
+
+    def skips(self, name: str, is_dir: bool) -> bool:
+        rel = self.rel_dir + name
+        if self.regex.match(name) is not None or self.regex.match(rel) is not None or rel.startswith(self.prefixes):
+            return True
+        ignored = False
+        for spec, inner in self.specs:
+            res = spec.check_file(inner + name + ("/" if is_dir else ""))
+            if res.include is not None:
+                ignored = res.include
+        return ignored

@@ -39,36 +39,34 @@ class LintResult:
 
 def module_name_for(path: Path, src_roots: Iterable[Path] = ()) -> tuple[str, bool]:
     """Dotted module name as Python would import it: climb while the folder is a package."""
-    path = _resolved(path)
-    is_package = path.name == "__init__.py"
+    path_str = os.fspath(path)
+    if os.path.islink(path_str):
+        path_str = str(Path(path_str).resolve())
+    folder, name = os.path.split(os.path.abspath(path_str))
+    is_package = name == "__init__.py"
+    parts, fallback = _folder_module_parts(folder, tuple(str(r) for r in src_roots))
+    if not is_package:
+        parts = parts + (name[:-3] if name.endswith(".py") else name.rpartition(".")[0] or name,)
+    return ".".join(parts) or fallback, is_package
+
+
+@functools.lru_cache(maxsize=4096)
+def _folder_module_parts(folder: str, src_roots: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    """(dotted parts of a folder's modules, the name to use when there are none), once per folder."""
+    resolved = _resolved_dir(folder)
     for root in src_roots:
         try:
-            rel = path.relative_to(_resolved_dir(str(root)))
+            rel = resolved.relative_to(_resolved_dir(root))
         except ValueError:
             continue
-        parts = list(rel.with_suffix("").parts)
-        if is_package:
-            parts = parts[:-1]
-        return ".".join(parts) or path.parent.name, is_package
-    parts = list(_package_parts(str(path.parent)))
-    if not is_package:
-        parts.append(path.stem)
-    if not parts:
-        parts = [path.parent.name]
-    return ".".join(parts), is_package
+        return rel.parts, resolved.name
+    return _package_parts(str(resolved)), resolved.name
 
 
 # A run names thousands of files in a few hundred folders: resolve and climb each folder once.
 @functools.lru_cache(maxsize=4096)
 def _resolved_dir(directory: str) -> Path:
     return Path(directory).resolve()
-
-
-def _resolved(path: Path) -> Path:
-    """path.resolve(), resolving each folder only once (a symlinked file is resolved itself)."""
-    if os.path.islink(path):
-        return path.resolve()
-    return _resolved_dir(str(Path(path).absolute().parent)) / path.name
 
 
 @functools.lru_cache(maxsize=4096)
@@ -293,7 +291,12 @@ def analyze_files(
     jobs: int = 0,
     cache_dir: Optional[Path] = None,
     progress: Optional[Callable[[int, int], None]] = None,
+    trace: Optional[dict] = None,
 ):
+    """Summaries of `files` after the cross-file rounds. `trace`, when given, is filled with
+    what `dynalint.incremental` keeps to redo a later run file by file: each file's first-pass
+    key and entry, and for each later round the facts it got, its key and entry; the rounds then
+    run even when the run record could skip them."""
     from dynalint.lint.summary import FileSummary
 
     compiling = tuple(config.is_compiling_functions)
@@ -301,6 +304,7 @@ def analyze_files(
     work = [_work_item(f, compiling, cache_arg) for f in files]
     _resolved_dir.cache_clear()  # the memos serve one run's file list; a long-lived process
     _package_parts.cache_clear()  # (the language server) must see new folders and packages
+    _folder_module_parts.cache_clear()
     with _gc_paused():
         run_cache = _RunCache(cache_dir, [w[0] for w in work]) if cache_dir is not None else None
         results, misses, keys = _cached_results(work, run_cache)
@@ -312,10 +316,13 @@ def analyze_files(
     with _Runner(jobs) as runner:
         results.update(_analyze_missing(runner, misses, keys, run_cache, progress, len(results), len(work)))
         with _gc_paused():
-            summaries = record.summaries() if record is not None and not misses else None
+            summaries = record.summaries() if record is not None and not misses and trace is None else None
             if summaries is None:
+                if trace is not None:
+                    trace.update(keys=dict(keys), first=dict(results), rounds={})
                 summaries = [FileSummary.from_cache(results[f.display]) for f in files]
-                summaries = _apply_external_hints(summaries, work, runner, run_cache, final_keys)
+                rounds = trace["rounds"] if trace is not None else None
+                summaries = _apply_external_hints(summaries, work, runner, run_cache, final_keys, trace=rounds)
                 if record is not None:
                     record.store_final([final_keys[f.display] for f in files])
     if run_cache is not None:
@@ -407,11 +414,18 @@ def _gc_paused():
 
 
 def _apply_external_hints(
-    summaries: list, work: list, runner: "_Runner", run_cache: Optional[_RunCache] = None, final_keys: Optional[dict] = None, rounds: int = 3
+    summaries: list,
+    work: list,
+    runner: "_Runner",
+    run_cache: Optional[_RunCache] = None,
+    final_keys: Optional[dict] = None,
+    rounds: int = 3,
+    trace: Optional[dict] = None,
 ) -> list:
     """Analyse again the files that learn from other files: tensors passed to their functions,
     tensors returned by the functions they import; a few rounds cover helpers calling helpers.
-    Each round's facts come from the summaries at its start, so its files run in parallel."""
+    Each round's facts come from the summaries at its start, so its files run in parallel.
+    `trace` gets, per file analysed again, [(facts, key, entry), ...] in round order."""
     from dynalint.lint.summary import FileSummary
     from dynalint.lint.hints import cross_file_facts
 
@@ -437,11 +451,13 @@ def _apply_external_hints(
         with _gc_paused():
             for item in batch:
                 summaries[index[item[0]]] = FileSummary.from_cache(results[item[0]])
+                if trace is not None:
+                    trace.setdefault(item[0], []).append((item[-1], keys.get(item[0]), results[item[0]]))
     return summaries
 
 
-def select_findings(summaries, config: Config, extra_roots: Iterable[str] = ()) -> list[Finding]:
-    """Phase 2 and 3: keep findings in reachable functions, enabled, not suppressed by noqa."""
+def live_functions(summaries, config: Config, extra_roots: Iterable[str] = ()) -> set[str]:
+    """Phase 2: the functions reachable from compile roots (the run record's, when it has them)."""
     from dynalint.lint.regions import Project
 
     roots = tuple(config.extra_roots) + tuple(extra_roots)
@@ -451,11 +467,25 @@ def select_findings(summaries, config: Config, extra_roots: Iterable[str] = ()) 
         live = Project(summaries, extra_roots=roots).reachable()
         if record is not None and record.members:
             record.store_live(roots, live)
+    return live
+
+
+def select_findings(summaries, config: Config, extra_roots: Iterable[str] = (), live: Optional[set] = None) -> list[Finding]:
+    """Phase 2 and 3: keep findings in reachable functions (`live`, else computed), enabled, not
+    suppressed by noqa."""
+    if live is None:
+        live = live_functions(summaries, config, extra_roots)
+    return enabled_findings(summaries, config, live)
+
+
+def enabled_findings(summaries, config: Config, live: Optional[set] = None) -> list[Finding]:
+    """Phase 3: findings enabled for their file and not suppressed by noqa, sorted; with `live`,
+    only those in live functions (else the summaries hold only such findings)."""
     enabled: dict[tuple[str, str], bool] = {}  # (code, file): looking up a file's config resolves paths
     out: list[Finding] = []
     for s in summaries:
         for f in s.findings:
-            if f.scope and f.scope not in live:
+            if live is not None and f.scope and f.scope not in live:
                 continue
             key = (f.code, f.filename)
             if key not in enabled:

@@ -61,6 +61,29 @@ def findings(root: Path, cache_dir=None, jobs=1) -> list[tuple]:
     return [(f.filename, f.row, f.column, f.code, f.message) for f in select_findings(summaries, ALL)]
 
 
+def findings_incremental(root: Path, cache_dir) -> list[tuple]:
+    """What `dynalint check` does: the incremental path over the last run's state."""
+    from dynalint.incremental import lint_tree
+
+    return [(f.filename, f.row, f.column, f.code, f.message) for f in lint_tree(sources(root), ALL, jobs=1, cache_dir=cache_dir)]
+
+
+class WholeTreeRuns:
+    """Counts the runs that fell back to analysing the whole tree."""
+
+    def __init__(self, monkeypatch):
+        import dynalint.engine
+
+        self.count = 0
+        real = dynalint.engine.analyze_files
+
+        def counting(*args, **kwargs):
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(dynalint.engine, "analyze_files", counting)
+
+
 def check_json(root: Path, *args: str) -> list[dict]:
     proc = subprocess.run(
         [*CLI, "check", "--output-format", "json", *args, "pkg"], cwd=root, capture_output=True, text=True
@@ -85,22 +108,57 @@ def test_parallel_and_serial_runs_give_the_same_findings_in_the_same_order(tmp_p
 # -- the cache ---------------------------------------------------------------------------------
 
 
-def test_warm_run_follows_a_changed_helper_in_another_file(tmp_path):
+@pytest.mark.parametrize("lint", [findings, findings_incremental], ids=["summaries", "incremental"])
+def test_warm_run_follows_a_changed_helper_in_another_file(tmp_path, lint):
     """model.py's finding exists only because ops.normalize returns a tensor: when ops.py
     changes, the warm run must change model.py's findings although model.py did not change."""
     write_tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/model.py": MODEL})
     root, cache_dir = tmp_path / "src", tmp_path / "cache"
-    cold = findings(root, cache_dir)
+    cold = lint(root, cache_dir)
     assert ("pkg/model.py", 8, "DYN120") in [(f[0], f[1], f[3]) for f in cold]
-    assert findings(root, cache_dir) == cold  # warm, nothing changed
+    assert lint(root, cache_dir) == cold  # warm, nothing changed
 
     (root / "pkg/ops.py").write_text("def normalize(x):\n    return 1\n")  # no longer a tensor
-    warm = findings(root, cache_dir)
+    warm = lint(root, cache_dir)
     assert warm == findings(root, None)
     assert not [f for f in warm if f[0] == "pkg/model.py"]
 
 
-def test_warm_run_follows_a_changed_base_class_in_another_file(tmp_path):
+def test_incremental_run_reanalyses_only_a_file_whose_interface_kept(tmp_path, monkeypatch):
+    """Editing the body of forward (no new call, no new function) keeps what other files read
+    from model.py: the run analyses model.py alone, and its findings are the full run's."""
+    write_tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/model.py": MODEL})
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    findings_incremental(root, cache_dir)
+    whole = WholeTreeRuns(monkeypatch)
+    model = root / "pkg/model.py"
+    model.write_text(model.read_text().replace("h = h * 2", "h = h * 2\n            n = h.sum().item()"))
+    warm = findings_incremental(root, cache_dir)
+    assert whole.count == 0
+    assert ("pkg/model.py", 10, "DYN110") in [(f[0], f[1], f[3]) for f in warm]
+    assert warm == findings(root, None)
+    assert findings_incremental(root, cache_dir) == warm and whole.count == 0  # the state was updated
+
+
+def test_incremental_run_falls_back_when_an_interface_changes(tmp_path, monkeypatch):
+    """A new call in forward changes the call graph: the whole tree is analysed again, and the
+    helper it now calls is in the compile region."""
+    ops = OPS + "\ndef report(x):\n    print(x)\n"
+    write_tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/ops.py": ops, "pkg/model.py": MODEL})
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    assert "DYN101" not in [f[3] for f in findings_incremental(root, cache_dir)]
+    whole = WholeTreeRuns(monkeypatch)
+    model = root / "pkg/model.py"
+    text = model.read_text().replace("import normalize", "import normalize, report")
+    model.write_text(text.replace("return h", "report(h)\n        return h"))
+    warm = findings_incremental(root, cache_dir)
+    assert whole.count == 1
+    assert ("pkg/ops.py", "DYN101") in [(f[0], f[3]) for f in warm]
+    assert warm == findings(root, None)
+
+
+@pytest.mark.parametrize("lint", [findings, findings_incremental], ids=["summaries", "incremental"])
+def test_warm_run_follows_a_changed_base_class_in_another_file(tmp_path, lint):
     files = {
         "pkg/__init__.py": "",
         "pkg/base.py": "from torch import nn\n\nclass Base(nn.Module):\n    pass\n",
@@ -108,11 +166,15 @@ def test_warm_run_follows_a_changed_base_class_in_another_file(tmp_path):
     }
     write_tree(tmp_path / "src", files)
     root, cache_dir = tmp_path / "src", tmp_path / "cache"
-    assert [f[3] for f in findings(root, cache_dir)] == ["DYN101"]
+    assert [f[3] for f in lint(root, cache_dir)] == ["DYN101"]
     (root / "pkg/base.py").write_text("class Base:\n    pass\n")  # not a module any more
-    assert findings(root, cache_dir) == [] == findings(root, None)
+    assert lint(root, cache_dir) == [] == findings(root, None)
     (root / "pkg/base.py").write_text(files["pkg/base.py"])
-    assert [f[3] for f in findings(root, cache_dir)] == ["DYN101"]
+    assert [f[3] for f in lint(root, cache_dir)] == ["DYN101"]
+
+
+def files_of(folder):
+    return sorted(p.name for p in folder.iterdir() if p.suffix == ".py")
 
 
 def test_concurrent_runs_share_the_cache_without_corrupting_it(tmp_path):
@@ -132,8 +194,11 @@ def test_concurrent_runs_share_the_cache_without_corrupting_it(tmp_path):
     assert files and not [p for p in files if p.name.endswith(".tmp")]
     cache = Cache(tmp_path / "cache")
     packs = [p for p in files if p.parent.name == "packs"]
-    entries = [p for p in files if p.parent.name not in ("packs", "runs")]
-    assert len(packs) == 1 and entries
+    states = [p for p in files if p.parent.name == "states"]
+    entries = [p for p in files if p.parent.name not in ("packs", "runs", "states")]
+    assert len(packs) == 1 and entries and sorted(p.suffix for p in states) == ["", ".live"]
+    state = next(p for p in states if not p.suffix)
+    assert cache.load_state(state.name)["files"].keys() == {f"pkg/{name}" for name in files_of(tmp_path / "pkg")}
     assert all(cache.get(p.name) is not None for p in entries)
     assert set(cache.load_pack(packs[0].name)) == {p.name for p in entries}
     assert check_json(tmp_path, "--cache-dir", str(tmp_path / "cache")) == expected

@@ -1,0 +1,176 @@
+"""Re-lint a tree after a few files changed without redoing what crosses files.
+
+Everything that crosses files (the cross-file facts of `lint/hints.py`, the compile regions of
+`lint/regions.py`) reads only the *interface* of each file's summary: its imports, classes,
+functions with their call edges, compile targets and call hints, never its findings or noqa
+comments. So after a full run this module keeps, per set of linted files and options, a *state*:
+each file's first-pass key, the facts it got in each later round with the key it ended with, a
+fingerprint of the interface each of those analyses produced, the file's findings, and the
+functions that were reachable.
+
+The next run hashes every file whose size or modification time changed (or was too recent to
+trust, as git treats "racily clean" files); a file whose key is unchanged keeps its findings. A changed file is analysed again, first alone, then with
+the same facts as last time, round by round; if each analysis gives the interface it gave last
+time, every other file's facts, analyses and reachability are the same as last time by
+induction over the rounds, so only the changed file's findings are new. Otherwise (a call was
+added, a base changed, a file appeared), the run falls back to the whole-tree path, which
+writes a new state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from dynalint.config import Config
+from dynalint.findings import Finding
+
+FORMAT = "s3"
+# Parts of a summary that nothing across files reads.
+_LOCAL = ("findings", "noqa", "facts")
+# More changed files than this: the whole-tree path (its rounds run in parallel workers).
+MAX_CHANGED = 16
+# A file modified this recently (seconds) may change again within the same timestamp tick
+# without changing its size: its stat is not trusted, its text is hashed.
+RACY_SECONDS = 2.0
+
+
+def _stat(path: str) -> Optional[list]:
+    """[mtime_ns, size, inode] when they may stand for the file's content next time, else None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if st.st_mtime_ns > time.time_ns() - RACY_SECONDS * 1e9:
+        return None
+    return [st.st_mtime_ns, st.st_size, st.st_ino]
+
+
+def interface_fingerprint(entry: dict) -> str:
+    """Digest of what the cross-file phases read from a summary entry. `repr`, not `marshal`:
+    marshal's bytes depend on which equal objects happen to be shared."""
+    rest = [(k, v) for k, v in entry.items() if k not in _LOCAL]
+    return hashlib.sha256(repr(rest).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _local(entry: dict, live: set) -> list:
+    """What output needs of an entry: its findings in live functions, noqa lines, facts."""
+    findings = [f for f in entry["findings"] if not f["scope"] or f["scope"] in live]
+    return [findings, entry["noqa"], entry.get("facts")]
+
+
+def _state_name(cache, names: list[str], options: tuple) -> str:
+    return f"{cache.pack_name(names)}-{hashlib.sha256(repr(options).encode()).hexdigest()[:8]}"
+
+
+def lint_tree(
+    files: list,
+    config: Config,
+    jobs: int = 0,
+    cache_dir: Optional[Path] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> list[Finding]:
+    """Findings for `files`, as `select_findings(analyze_files(...))` gives them, redoing only the
+    changed files when the last run's state allows it."""
+    from dynalint import engine
+
+    if cache_dir is None:
+        return engine.select_findings(engine.analyze_files(files, config, jobs=jobs, progress=progress), config)
+    from dynalint.cache import Cache
+
+    cache = Cache(Path(cache_dir))
+    compiling = tuple(config.is_compiling_functions)
+    work = [engine._work_item(f, compiling, str(cache_dir)) for f in files]
+    roots = repr(tuple(config.extra_roots))
+    name = _state_name(cache, [w[0] for w in work], (compiling, roots))
+    state = cache.load_state(name)
+    if state.get("format") == FORMAT:
+        found = _relint_changed(state, work, cache, config, name)
+        if found is not None:
+            findings, changed = found
+            if changed:
+                cache.save_state(name, state)
+            return findings
+    stats = {w[0]: _stat(w[1]) for w in work}  # before the files are read: see _stat
+    trace: dict = {}
+    summaries = engine.analyze_files(files, config, jobs=jobs, cache_dir=Path(cache_dir), progress=progress, trace=trace)
+    live = engine.live_functions(summaries, config)
+    new_state = _state_from_trace(trace, summaries, live, stats)
+    if new_state is not None:
+        cache.save_state(name, new_state)
+        cache.save_state(name + ".live", {s.filename: [q for q in s.functions if q in live] for s in summaries})
+    return engine.select_findings(summaries, config, live=live)
+
+
+def _state_from_trace(trace: dict, summaries: list, live: set, stats: dict) -> Optional[dict]:
+    keys, first, rounds = trace.get("keys"), trace.get("first"), trace.get("rounds")
+    if keys is None or len(keys) != len(summaries):
+        return None  # an unreadable file, or the run record served the summaries: no state
+    files: dict[str, list] = {}
+    for display, key in keys.items():
+        chain = [(facts, k, interface_fingerprint(entry)) for facts, k, entry in rounds.get(display, [])]
+        if any(k is None for _, k, _ in chain):
+            return None
+        final = rounds[display][-1][2] if chain else first[display]
+        files[display] = [key, interface_fingerprint(first[display]), chain, _local(final, live), stats.get(display)]
+    return {"format": FORMAT, "files": files}
+
+
+def _relint_changed(state: dict, work: list, cache, config: Config, name: str):
+    """(findings, state changed) when the changed files kept their interfaces, else None."""
+    from dynalint import engine
+    from dynalint.lint.summary import FileSummary
+
+    known = state["files"]
+    if len(known) != len(work):
+        return None
+    changed = []
+    stats_changed = False
+    for item in work:
+        entry = known.get(item[0])
+        if entry is None:
+            return None
+        display, path, module, _, text = item[:5]
+        stat = _stat(path) if text is None else None
+        if stat is not None and stat == entry[4]:
+            continue  # same size, time and inode as when its key was computed
+        entry[4] = stat
+        if text is None:
+            try:
+                text = engine.read_source(Path(path))
+            except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+                return None  # the whole-tree path reports it
+            item = item[:4] + (text,) + item[5:]
+        key = engine._cache_key(cache, item, text)
+        if key != entry[0]:
+            changed.append((item, key))
+        elif stat is not None:
+            stats_changed = True
+    if len(changed) > MAX_CHANGED:
+        return None
+    live_in = cache.load_state(name + ".live") if changed else {}  # live functions of each file
+    for item, key in changed:
+        if item[0] not in live_in:
+            return None
+        entry = known[item[0]]
+        _, data = engine._analyze_one(item)
+        if interface_fingerprint(data) != entry[1]:
+            return None
+        chain = []
+        for facts, _old_key, fingerprint in entry[2]:
+            _, data = engine._analyze_one(item + (facts,))
+            if interface_fingerprint(data) != fingerprint:
+                return None
+            chain.append((facts, engine._cache_key(cache, item + (facts,), item[4]), fingerprint))
+        known[item[0]] = [key, entry[1], chain, _local(data, set(live_in[item[0]])), entry[4]]
+    summaries = []
+    for item in work:
+        findings, noqa, facts = known[item[0]][3]
+        summaries.append(FileSummary.from_cache({
+            "filename": item[0], "module": item[2], "imports": {}, "classes": {}, "functions": {},
+            "compile_targets": [], "findings": findings, "noqa": noqa, "facts": facts,
+        }))
+    return engine.enabled_findings(summaries, config), bool(changed) or stats_changed  # all live
