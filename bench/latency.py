@@ -106,8 +106,15 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+# Children run as a user's shell would start them: with bytecode caching on (this machine's
+# environment sets PYTHONDONTWRITEBYTECODE, which would make every run compile dynalint's
+# modules again; the unmeasured run that fills the cache writes the bytecode) and without
+# DYNALINT_* settings.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("DYNALINT_")}
+
+
 def time_runs(cmd: list[str], runs: int, cwd: Path, stdin_file: Path | None = None, case: str = "") -> list[float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNALINT_")}
+    env = CHILD_ENV
     times = []
     for _ in range(runs):
         stdin = open(stdin_file, "rb") if stdin_file else subprocess.DEVNULL
@@ -154,7 +161,7 @@ for i in range(int(sys.argv[2])):
 
 def in_process_times(target: Path, runs: int, cwd: Path) -> list[float]:
     proc = subprocess.run(
-        [sys.executable, "-c", IN_PROCESS_PROBE, str(target), str(runs)], cwd=cwd, capture_output=True, text=True
+        [sys.executable, "-c", IN_PROCESS_PROBE, str(target), str(runs)], cwd=cwd, capture_output=True, text=True, env=CHILD_ENV
     )
     return [float(x[2:]) for x in proc.stdout.splitlines() if x.startswith("T ")]
 
@@ -187,7 +194,7 @@ PHASES = ("import click", "import libcst", "import dynalint", "parse", "analyze 
 def phase_times(target: Path, runs: int, cwd: Path) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {name: [] for name in PHASES}
     for _ in range(runs):
-        proc = subprocess.run([sys.executable, "-c", PHASES_PROBE, str(target)], cwd=cwd, capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-c", PHASES_PROBE, str(target)], cwd=cwd, capture_output=True, text=True, env=CHILD_ENV)
         (line,) = [x for x in proc.stdout.splitlines() if x.startswith("P ")]
         for name, value in zip(PHASES, line[2:].split()):
             out[name].append(float(value))

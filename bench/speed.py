@@ -15,6 +15,9 @@ Runs, each a fresh process, stdout thrown away, median wall time of `--runs`:
   dynalint warm      `dynalint check --cache-dir C TREE` on a temporary copy of the tree, after
                      one run that filled the cache: nothing changed
   dynalint 1 changed the same, after appending a comment to one big model file before each run
+                     (the file's interface is unchanged: only it is analysed again)
+  ... new def        the same, appending a new function instead (its interface changed: the
+                     cross-file phases run over the whole tree again)
   ruff               `ruff check --select ALL --no-cache TREE`
   parse: ast/libcst  with --parse-every N: CPU time of parsing every Nth file in this process
   torchfix           `torchfix TREE` (its default rules), from its own virtual environment
@@ -147,11 +150,26 @@ class Measure:
     cpu: float
 
 
+# Children run as a user's shell would start them: with bytecode caching on (this machine's
+# environment sets PYTHONDONTWRITEBYTECODE, which would make every run compile dynalint's
+# modules again) and without DYNALINT_* settings.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("DYNALINT_")}
+
+
+def warm_up_bytecode(cmd: list[str], work: Path) -> None:
+    """One unmeasured check of a tiny model, so that the modules on the check path have their
+    bytecode cached before anything is timed."""
+    tiny = work / "warm_up_model.py"
+    tiny.write_text("from torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        print(x)\n        return x\n")
+    subprocess.run(cmd + ["--no-cache", str(tiny)], cwd=work, env=CHILD_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tiny.unlink()
+
+
 def run_once(cmd: list[str], cwd: Path) -> Measure:
     peak = [0]
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, env=CHILD_ENV)
         done = threading.Event()
 
         def sample() -> None:
@@ -193,12 +211,18 @@ def measure(row: Row, cmd: list[str], cwd: Path, runs: int, before_each=None) ->
 
 
 def dynalint_cmd() -> list[str]:
+    """The console script next to this interpreter (what `pip install` put there), not the first
+    on PATH, which may be a version manager's shim whose own start-up would be counted."""
+    script = Path(sys.executable).parent / "dynalint"
+    if script.is_file():
+        return [str(script)]
     exe = shutil.which("dynalint")
     return [exe] if exe else [sys.executable, "-c", "import sys; from dynalint.cli import main; sys.exit(main())"]
 
 
 def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path) -> list[Row]:
     base = dynalint_cmd() + ["check"] + (["-j", str(jobs)] if jobs else [])
+    warm_up_bytecode(base, work)
     rows = [measure(Row("dynalint cold", tree.name, tree.files, tree.lines), base + ["--no-cache", str(tree.path)], work, runs)]
     # Warm runs on a copy: the cache lives beside it, and one file of it may be edited.
     copy = work / "tree"
@@ -225,8 +249,16 @@ def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path) -> list[Row]:
     def edit(i: int) -> None:
         changed.write_text(original + f"\n# edited for run {i} at {time.time()}\n", encoding="utf-8")
 
-    row = Row("dynalint 1 changed", tree.name, tree.files, tree.lines, note=f"edits {changed.relative_to(copy).as_posix() if changed != copy else changed.name}")
+    note = f"edits {changed.relative_to(copy).as_posix() if changed != copy else changed.name}"
+    row = Row("dynalint 1 changed", tree.name, tree.files, tree.lines, note=note)
     rows.append(measure(row, cmd, work, runs, before_each=edit))
+
+    def add_function(i: int) -> None:
+        changed.write_text(original + f"\n\ndef edited_for_run_{i}_{time.time_ns()}(x):\n    return x\n", encoding="utf-8")
+
+    # A new function changes what other files can see of this one: the whole-tree path.
+    row = Row("dynalint 1 changed, new def", tree.name, tree.files, tree.lines, note=note)
+    rows.append(measure(row, cmd, work, runs, before_each=add_function))
     changed.write_text(original, encoding="utf-8")
     return rows
 
