@@ -3,12 +3,14 @@
 A summary depends only on what its key holds: the file's text, name and module, the analysis
 options, the cross-file facts other files gave it (`lint/hints.py`, part of the key) and the
 analyzer's own code (the fingerprint naming the cache folder). What depends on other files
-(compile regions across imports and base classes, the facts themselves) is recomputed on every
-run from the summaries, so a changed base class or helper can never leave stale findings behind.
+(compile regions across imports and base classes, the facts themselves) is recomputed from the
+summaries whenever what other files read of a file (its interface) changed, so a changed base
+class or helper can never leave stale findings behind (`dynalint.incremental`).
 
 Entries are `marshal` data (plain dicts, lists and strings; several times faster to load than
 JSON), one file per entry plus, per set of linted files, a pack of all the entries its last run
-used (one read instead of thousands). Writes go to a temporary file renamed into place, so
+used (one read instead of thousands), and per set of linted files and options, the state
+`dynalint.incremental` re-lints changed files from. Writes go to a temporary file renamed into place, so
 concurrent runs never see a partial entry or pack and at worst compute the same entry twice;
 an unreadable entry or pack is a miss.
 """
@@ -28,14 +30,16 @@ FORMAT = "m1"  # bump when the entry layout changes
 
 def _code_fingerprint() -> str:
     """Version plus size and mtime of every source file that shapes a summary (analyzer, rules,
-    fix generators, findings) or a run record (the engine's cross-file rounds, regions), so
+    fix generators, findings) or a run record or state (the engine's cross-file rounds, regions,
+the incremental path), so
     editing any of them invalidates the cache during development."""
     import dynalint.findings as findings_mod
     import dynalint.fixes as fixes_pkg
     import dynalint.lint as lint_pkg
 
     h = hashlib.sha256(f"{__version__}:{FORMAT}".encode())
-    files = [Path(findings_mod.__file__), Path(__file__).with_name("engine.py")]
+    here = Path(__file__)
+    files = [Path(findings_mod.__file__), here.with_name("engine.py"), here.with_name("incremental.py")]
     for pkg in (lint_pkg, fixes_pkg):
         files += sorted(Path(pkg.__file__).parent.rglob("*.py"))
     for p in files:

@@ -116,6 +116,7 @@ def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str]) ->
 def _analyze_one(args: tuple) -> tuple[str, dict]:
     """Worker: returns (display, summary-as-dict). Runs in a child process for big runs."""
     from dynalint.lint.analyzer import AnalyzerOptions, analyze_source
+    from dynalint.lint.summary import interface_fingerprint
 
     display, path, module, is_package, text, compiling_fns, cache_dir = args[:7]
     facts = args[7] if len(args) > 7 else None  # what other files tell about this one (lint/hints.py)
@@ -147,6 +148,7 @@ def _analyze_one(args: tuple) -> tuple[str, dict]:
         summary = analyze_source(text, display, module, is_package, options)
         summary.facts = facts or None
         data = summary.to_cache()
+        data["interface"] = interface_fingerprint(data)  # what dynalint.incremental compares
     finally:
         if was_enabled:
             gc.enable()

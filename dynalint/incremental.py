@@ -27,10 +27,9 @@ from typing import Callable, Iterable, Optional
 
 from dynalint.config import Config
 from dynalint.findings import Finding
+from dynalint.lint.summary import interface_fingerprint
 
 FORMAT = "s3"
-# Parts of a summary that nothing across files reads.
-_LOCAL = ("findings", "noqa", "facts")
 # More changed files than this: the whole-tree path (its rounds run in parallel workers).
 MAX_CHANGED = 16
 # A file modified this recently (seconds) may change again within the same timestamp tick
@@ -47,13 +46,6 @@ def _stat(path: str) -> Optional[list]:
     if st.st_mtime_ns > time.time_ns() - RACY_SECONDS * 1e9:
         return None
     return [st.st_mtime_ns, st.st_size, st.st_ino]
-
-
-def interface_fingerprint(entry: dict) -> str:
-    """Digest of what the cross-file phases read from a summary entry. `repr`, not `marshal`:
-    marshal's bytes depend on which equal objects happen to be shared."""
-    rest = [(k, v) for k, v in entry.items() if k not in _LOCAL]
-    return hashlib.sha256(repr(rest).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _local(entry: dict, live: set) -> list:

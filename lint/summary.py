@@ -6,6 +6,7 @@ Kept apart from the analyzer so that a run served from the cache never imports l
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -82,3 +83,19 @@ class FileSummary:
             call_hints=d.get("call_hints", {}),
             facts=d.get("facts"),
         )
+
+
+# Parts of a summary entry that nothing across files reads (and the fingerprint itself).
+LOCAL_FIELDS = ("findings", "noqa", "facts", "interface")
+
+
+def interface_fingerprint(entry: dict[str, Any]) -> str:
+    """Digest of what the cross-file phases (`lint/hints.py`, `lint/regions.py`) read from a
+    summary entry: its imports, classes, functions, compile targets and call hints. The engine
+    stores it in each entry it computes ("interface"). `repr`, not `marshal`: marshal's bytes
+    depend on which equal objects happen to be shared."""
+    known = entry.get("interface")
+    if known is not None:
+        return known
+    rest = [(k, v) for k, v in entry.items() if k not in LOCAL_FIELDS]
+    return hashlib.sha256(repr(rest).encode("utf-8", "surrogatepass")).hexdigest()[:24]
