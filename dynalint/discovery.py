@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Iterable, Optional
 
-from dynalint.config import Config
+from dynalint.config import Config, _has_config
 
 
 def _read_lines(p: Path) -> list[str]:
@@ -135,6 +135,7 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
     ignorer = _Ignorer(config.respect_gitignore)
     out: list[Path] = []
     seen: set[Path] = set()
+    walked: list[str] = []
     for given in paths:
         if given.is_file() or not given.exists():
             if force_exclude and is_excluded(given, config):
@@ -147,16 +148,21 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
             continue
         top = given.absolute()
         floor = top if ignorer.ignored(top, True, top.parent) else None
+        rules_of: dict[str, _FolderRules] = {}
         for dirpath, dirnames, filenames in os.walk(given):
-            d = Path(dirpath)
-            skip = _FolderRules(d.absolute(), config, ignorer, top, floor).skips
-            dirnames[:] = [name for name in sorted(dirnames) if not skip(name, True)]
+            rules = rules_of.pop(dirpath, None)
+            if rules is None:
+                rules = _FolderRules(Path(dirpath).absolute(), config, ignorer, top, floor)
+            dirnames[:] = [name for name in sorted(dirnames) if not rules.skips(name, True)]
+            for name in dirnames:
+                rules_of[os.path.join(dirpath, name)] = rules.child(name, config, ignorer, top, floor)
             for name in sorted(filenames):
-                if name.endswith(".py") and not skip(name, False):
-                    f = d / name
-                    if f not in seen:
-                        seen.add(f)
-                        out.append(f)
+                if name.endswith(".py") and not rules.skips(name, False):
+                    walked.append(os.path.join(dirpath, name))
+    for f in map(Path, walked):  # Path objects only for what is kept: a big tree has thousands
+        if f not in seen:
+            seen.add(f)
+            out.append(f)
     return sorted(out, key=lambda p: p.as_posix())
 
 
@@ -167,6 +173,7 @@ class _FolderRules:
     asks this of thousands of files."""
 
     def __init__(self, folder: Path, config: Config, ignorer: _Ignorer, top: Path, floor: Optional[Path]):
+        self.folder = folder
         cfg = config.for_path(folder / "_")
         self.regex, self.prefixes = _compiled(tuple(cfg.exclude) + tuple(cfg.extend_exclude))
         root = cfg.root.absolute()
@@ -190,6 +197,23 @@ class _FolderRules:
                 if spec is not None:
                     inner = folder.relative_to(d).as_posix()
                     self.specs.append((spec, "" if inner == "." else inner + "/"))
+
+    def child(self, name: str, config: Config, ignorer: _Ignorer, top: Path, floor: Optional[Path]) -> "_FolderRules":
+        """The rules of subfolder `name`: this folder's, one level down, unless the subfolder
+        holds its own config or repository (then worked out from scratch)."""
+        folder = self.folder / name
+        if _has_config(folder) is not None or (ignorer.enabled and (folder / ".git").exists()):
+            return _FolderRules(folder, config, ignorer, top, floor)
+        rules = _FolderRules.__new__(_FolderRules)
+        rules.folder = folder
+        rules.regex, rules.prefixes = self.regex, self.prefixes
+        rules.rel_dir = f"{self.rel_dir}{name}/"
+        rules.specs = [(spec, f"{inner}{name}/") for spec, inner in self.specs]
+        if ignorer.enabled:
+            own = ignorer.spec(folder, False)
+            if own is not None:
+                rules.specs.append((own, ""))
+        return rules
 
     def skips(self, name: str, is_dir: bool) -> bool:
         rel = self.rel_dir + name

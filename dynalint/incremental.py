@@ -78,7 +78,8 @@ def lint_tree(
     work = [engine._work_item(f, compiling, str(cache_dir)) for f in files]
     roots = repr(tuple(config.extra_roots))
     name = _state_name(cache, [w[0] for w in work], (compiling, roots))
-    state = cache.load_state(name)
+    with engine._gc_paused():  # ~100,000 small acyclic objects
+        state = cache.load_state(name)
     if state.get("format") == FORMAT:
         found = _relint_changed(state, work, cache, config, name)
         if found is not None:
@@ -158,11 +159,17 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str):
                 return None
             chain.append((facts, engine._cache_key(cache, item + (facts,), item[4]), fingerprint))
         known[item[0]] = [key, entry[1], chain, _local(data, set(live_in[item[0]])), entry[4]]
-    summaries = []
-    for item in work:
-        findings, noqa, facts = known[item[0]][3]
-        summaries.append(FileSummary.from_cache({
-            "filename": item[0], "module": item[2], "imports": {}, "classes": {}, "functions": {},
-            "compile_targets": [], "findings": findings, "noqa": noqa, "facts": facts,
-        }))
+    with engine._gc_paused():
+        summaries = [_local_summary(item, known[item[0]][3]) for item in work]
     return engine.enabled_findings(summaries, config), bool(changed) or stats_changed  # all live
+
+
+def _local_summary(item: tuple, local: list):
+    """A summary holding what output reads (findings, noqa, facts) and no interface."""
+    from dynalint.lint.summary import FileSummary
+
+    findings, noqa, facts = local
+    return FileSummary.from_cache({
+        "filename": item[0], "module": item[2], "imports": {}, "classes": {}, "functions": {},
+        "compile_targets": [], "findings": findings, "noqa": noqa, "facts": facts,
+    })
