@@ -140,6 +140,24 @@ def test_incremental_run_reanalyses_only_a_file_whose_interface_kept(tmp_path, m
     assert findings_incremental(root, cache_dir) == warm and whole.count == 0  # the state was updated
 
 
+def test_incremental_run_hashes_a_recently_modified_file_even_with_the_same_stat(tmp_path):
+    """An edit of the same size that keeps the modification time (within one timestamp tick of
+    the last run) is still seen: a file modified in the last seconds is hashed, not trusted."""
+    write_tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/model.py": MODEL})
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    model = root / "pkg/model.py"
+    assert ("pkg/model.py", "DYN120") in [(f[0], f[3]) for f in findings_incremental(root, cache_dir)]
+    before = model.stat()
+    text = model.read_text()
+    edited = text.replace("if h.mean() > 0:", "if h.ndim   > 0:")  # same size, no tensor value
+    assert len(edited) == len(text) and edited != text
+    model.write_text(edited)
+    os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert model.stat().st_size == before.st_size and model.stat().st_mtime_ns == before.st_mtime_ns
+    assert findings_incremental(root, cache_dir) == findings(root, None)
+    assert ("pkg/model.py", "DYN120") not in [(f[0], f[3]) for f in findings_incremental(root, cache_dir)]
+
+
 def test_incremental_run_falls_back_when_an_interface_changes(tmp_path, monkeypatch):
     """A new call in forward changes the call graph: the whole tree is analysed again, and the
     helper it now calls is in the compile region."""
