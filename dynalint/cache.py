@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,6 +27,23 @@ from dynalint import __version__
 from dynalint.atomic import write_bytes_atomically
 
 FORMAT = "m1"  # bump when the entry layout changes
+# Packs, run records and states are per set of linted files: a pre-commit hook makes a new set
+# on most commits. Each of those folders keeps the files most recently used.
+KEEP_PER_FOLDER = 128
+
+
+def _prune(folder: Path, keep: int) -> None:
+    """Delete all but the `keep` most recently used files of folder (a concurrent run that loses
+    one of them sees a miss, never a broken file)."""
+    try:
+        entries = list(os.scandir(folder))
+        if len(entries) <= keep:
+            return
+        entries.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
+        for entry in entries[keep:]:
+            os.unlink(entry.path)
+    except OSError:
+        pass
 
 
 def _code_fingerprint() -> str:
@@ -112,6 +130,7 @@ class Cache:
         try:
             with open(path, "rb") as fh:
                 data = marshal.load(fh)
+            os.utime(path)  # recently used: kept by _prune
         except (OSError, EOFError, ValueError, TypeError):
             return {}
         return data if isinstance(data, dict) else {}
@@ -121,7 +140,8 @@ class Cache:
             path.parent.mkdir(exist_ok=True)
             write_bytes_atomically(path, marshal.dumps(data))
         except (OSError, ValueError):
-            pass
+            return
+        _prune(path.parent, KEEP_PER_FOLDER)
 
     def put(self, key: str, data: dict[str, Any]) -> None:
         path = self._path(key)

@@ -29,7 +29,7 @@ from dynalint.config import Config
 from dynalint.findings import Finding
 from dynalint.lint.summary import interface_fingerprint
 
-FORMAT = "s3"
+FORMAT = "s4"
 # More changed files than this: the whole-tree path (its rounds run in parallel workers).
 MAX_CHANGED = 16
 # A file modified this recently (seconds) may change again within the same timestamp tick
@@ -93,8 +93,11 @@ def lint_tree(
     live = engine.live_functions(summaries, config)
     new_state = _state_from_trace(trace, summaries, live, stats)
     if new_state is not None:
+        # Two files, each written atomically: the run id pairs them, so that a run reading the
+        # state of one concurrent run and the live functions of another notices.
+        live_in = {s.filename: [q for q in s.functions if q in live] for s in summaries}
+        cache.save_state(name + ".live", {"run": new_state["run"], "files": live_in})
         cache.save_state(name, new_state)
-        cache.save_state(name + ".live", {s.filename: [q for q in s.functions if q in live] for s in summaries})
     return engine.select_findings(summaries, config, live=live)
 
 
@@ -109,7 +112,7 @@ def _state_from_trace(trace: dict, summaries: list, live: set, stats: dict) -> O
             return None
         final = rounds[display][-1][2] if chain else first[display]
         files[display] = [key, interface_fingerprint(first[display]), chain, _local(final, live), stats.get(display)]
-    return {"format": FORMAT, "files": files}
+    return {"format": FORMAT, "run": os.urandom(8).hex(), "files": files}
 
 
 def _relint_changed(state: dict, work: list, cache, config: Config, name: str):
@@ -144,7 +147,12 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str):
             stats_changed = True
     if len(changed) > MAX_CHANGED:
         return None
-    live_in = cache.load_state(name + ".live") if changed else {}  # live functions of each file
+    live_in = {}  # live functions of each file, from the same run as the state
+    if changed:
+        live_file = cache.load_state(name + ".live")
+        if live_file.get("run") != state.get("run"):
+            return None
+        live_in = live_file["files"]
     for item, key in changed:
         if item[0] not in live_in:
             return None

@@ -242,6 +242,22 @@ def test_recorded_regions_follow_the_extra_roots(tmp_path):
     assert len(list((cache_dir).rglob("runs/*"))) == 1
 
 
+def test_per_set_files_are_pruned_to_the_most_recently_used(tmp_path, monkeypatch):
+    """Packs, run records and states are per set of files (a pre-commit hook makes new sets all
+    the time): each folder keeps the files used last."""
+    import dynalint.cache
+
+    monkeypatch.setattr(dynalint.cache, "KEEP_PER_FOLDER", 3)
+    cache = Cache(tmp_path / "cache")
+    for i in range(5):
+        cache.save_pack(f"set{i}", {"k": {"i": i}})
+        os.utime(cache.dir / "packs" / f"set{i}", ns=(i * 10**9, i * 10**9))  # set0 oldest
+    assert sorted(p.name for p in (cache.dir / "packs").iterdir()) == ["set2", "set3", "set4"]
+    assert cache.load_pack("set2") == {"k": {"i": 2}}  # using the oldest makes it the most recent
+    cache.save_pack("set5", {})
+    assert sorted(p.name for p in (cache.dir / "packs").iterdir()) == ["set2", "set4", "set5"]
+
+
 def test_a_damaged_cache_entry_is_a_miss(tmp_path):
     cache = Cache(tmp_path)
     key = cache.key("x = 1\n", "a.py", "a", False, ())
