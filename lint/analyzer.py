@@ -160,6 +160,7 @@ class FileAnalyzer:
         self.abstract_methods: set[str] = set()
         self.logger_names: set[str] = set()
         self.tensor_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding tensors
+        self.buffer_attrs: dict[str, set[str]] = {}  # class qualname -> attrs set to nn.Buffer(...)
         self.all_attrs: dict[str, set[str]] = {}  # class qualname -> attrs assigned in __init__
         self.rnn_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding nn.LSTM/GRU/RNN
         self.compile_called_names: set[str] = set()
@@ -336,6 +337,8 @@ class FileAnalyzer:
                             or (q.startswith("torch.") and not _torch_non_tensor(q) and not q.startswith("torch.nn."))
                         ):
                             tensor_attrs.add(attr)
+                            if q in ("torch.nn.Buffer", "torch.nn.parameter.Buffer"):
+                                self.buffer_attrs.setdefault(cls, set()).add(attr)
                         elif q in RNN_MODULES:
                             self.rnn_attrs.setdefault(cls, set()).add(attr)
                         elif q is not None:
@@ -532,6 +535,7 @@ class FunctionContext(cst.CSTVisitor):
         self.storing = False  # inside an assignment target
         self.is_forward = fn.name.value == "forward" and cls is not None
         self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
+        self.buffer_attrs = fa.buffer_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
         self.rnn_attrs = fa.rnn_attrs_with_subclasses(cls) if cls else set()
         self.class_info = fa.summary.classes.get(cls) if cls else None
@@ -540,6 +544,8 @@ class FunctionContext(cst.CSTVisitor):
         # Ancestors of the node being checked, outermost first (statements included), so that a
         # fix can find the statement and block around a finding.
         self.stack: list[cst.CSTNode] = []
+        # Tests of the `if` statements whose body is being walked, outermost first.
+        self.branch_tests: list[cst.BaseExpression] = []
         # Whitespace/punctuation node types no rule or hook looks at: the walk steps over them.
         self.skip_types = fastcst.skippable(type(self), fa.rules_by_type)
 
@@ -698,7 +704,11 @@ class FunctionContext(cst.CSTVisitor):
         node.test.visit(self)
         self.stack.pop()
         before = dict(self.env)
-        body_exits = self._walk_block(node.body)
+        self.branch_tests.append(node.test)
+        try:
+            body_exits = self._walk_block(node.body)
+        finally:
+            self.branch_tests.pop()
         after_body = self.env
         self.env = dict(before)
         else_exits = False

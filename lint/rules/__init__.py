@@ -26,6 +26,7 @@ RULE_MODULES = (
     "dyn131_tensor_as_int",
     "dyn140_requires_grad_in_region",
     "dyn141_autograd_function_duplicate_input",
+    "dyn142_buffer_reassigned",
     "dyn201_shape_branch",
     "dyn202_size_loop",
     "dyn203_self_mutation",
