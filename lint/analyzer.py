@@ -570,6 +570,12 @@ class FunctionContext(cst.CSTVisitor):
     def call_name(self, node: cst.Call) -> Optional[str]:
         return self.qualname(node.func)
 
+    def self_attr(self, node: cst.BaseExpression) -> Optional[str]:
+        """`attr` when node is `self.attr` (the method's own instance), else None."""
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and self.env.get(node.value.value) == "SELF":
+            return node.attr.value
+        return None
+
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.kind(node) in TENSORISH
 
@@ -940,7 +946,7 @@ class FunctionContext(cst.CSTVisitor):
     def _record_call_site(self, node: cst.Call) -> None:
         func = node.func
         key = None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and self.env.get(func.value.value) == "SELF":
+        if self.self_attr(func) is not None:
             if self.class_info is not None and func.attr.value in self.class_info.methods:
                 key = f"{self.cls}.{func.attr.value}"
         elif isinstance(func, cst.Name) and func.value in self.fa.local_functions and func.value not in self.env:

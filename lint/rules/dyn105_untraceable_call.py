@@ -68,12 +68,7 @@ class UntraceableCall(Rule):
 
     def check(self, node, ctx):
         func = node.func
-        if (
-            isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and ctx.env.get(func.value.value) == "SELF"
-            and func.attr.value in ctx.rnn_attrs
-        ):
+        if ctx.self_attr(func) in ctx.rnn_attrs:
             ctx.report(self, node, f"`self.{func.attr.value}` is an RNN module: Dynamo does not trace it and breaks the graph")
             return
         q = ctx.call_name(node)

@@ -32,18 +32,12 @@ SELF_RETURNING = frozenset(
 )
 
 
-def _self_attr(node: cst.BaseExpression, ctx):
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and ctx.env.get(node.value.value) == "SELF":
-        return node.attr.value
-    return None
-
-
 def _checks_buffer(test: cst.BaseExpression, attr: str, ctx) -> bool:
     """test compares `self.<attr>.device` / `.dtype` with something (`if self.pe.device != x.device:`)."""
     if not isinstance(test, cst.Comparison):
         return False
     for side in (test.left, *(c.comparator for c in test.comparisons)):
-        if isinstance(side, cst.Attribute) and side.attr.value in ("device", "dtype") and _self_attr(side.value, ctx) == attr:
+        if isinstance(side, cst.Attribute) and side.attr.value in ("device", "dtype") and ctx.self_attr(side.value) == attr:
             return True
     return False
 
@@ -60,13 +54,13 @@ class BufferReassigned(Rule):
             return
         if value.func.attr.value not in SELF_RETURNING:
             return
-        source = _self_attr(value.func.value, ctx)
+        source = ctx.self_attr(value.func.value)
         if source is None or source not in ctx.buffer_attrs:
             return
         if any(_checks_buffer(test, source, ctx) for test in ctx.branch_tests):
             return  # runs only when there is something to convert: a new tensor, no break
         for t in node.targets:
-            if _self_attr(t.target, ctx) == source:
+            if ctx.self_attr(t.target) == source:
                 method = value.func.attr.value
                 ctx.report(
                     self,

@@ -27,12 +27,6 @@ from .. import fastcst
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule
 
 
-def _self_attr(node: cst.BaseExpression, ctx):
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and ctx.env.get(node.value.value) == "SELF":
-        return node.attr.value
-    return None
-
-
 class SelfMutation(Rule):
     code = "DYN203"
     name = "module-attribute-mutation"
@@ -42,15 +36,15 @@ class SelfMutation(Rule):
 
     def check(self, node, ctx):
         if isinstance(node, cst.AugAssign):
-            attr = _self_attr(node.target, ctx)
+            attr = ctx.self_attr(node.target)
             if attr is not None and attr not in ctx.tensor_attrs and not ctx.is_tensor(node.value):
                 ctx.report(self, node, f"`self.{attr}` changes on every call: Dynamo guards on it and recompiles")
             return
         for t in node.targets:
-            attr = _self_attr(t.target, ctx)
+            attr = ctx.self_attr(t.target)
             if attr is None or attr in ctx.tensor_attrs:
                 continue
-            reads = [n for n in _attrs_in(node.value) if _self_attr(n, ctx) == attr]
+            reads = [n for n in _attrs_in(node.value) if ctx.self_attr(n) == attr]
             if reads and not ctx.is_tensor(node.value):
                 ctx.report(self, node, f"`self.{attr}` changes on every call: Dynamo guards on it and recompiles")
 
