@@ -59,29 +59,47 @@ class _Ignorer:
             self._specs[key] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
         return self._specs[key]
 
-    def ignored(self, path: Path, is_dir: bool, top: Optional[Path] = None, floor: Optional[Path] = None) -> bool:
-        """floor: a folder named on the command line that git itself ignores; as ruff does, it is
+    def specs_for(self, folder: Path, top: Optional[Path] = None, floor: Optional[Path] = None) -> list[tuple[object, str]]:
+        """The .gitignore specs that apply to the entries of folder, from the root down, each
+        with folder's path relative to the spec's own folder ("" or "sub/dir/").
+        floor: a folder named on the command line that git itself ignores; as ruff does, it is
         walked anyway, so only the .gitignore files at and below it apply."""
         if not self.enabled:
-            return False
-        root = floor or self.git_root(path.parent) or top or path.parent
+            return []
+        root = floor or self.git_root(folder) or top or folder
         chain = []
-        d = path.parent
+        d = folder
         while True:
             chain.append(d)
             if d == root or d.parent == d:
                 break
             d = d.parent
-        result = False
+        specs = []
         for d in reversed(chain):
             spec = self.spec(d, d == root)
-            if spec is None:
-                continue
-            rel = path.relative_to(d).as_posix() + ("/" if is_dir else "")
-            res = spec.check_file(rel)
-            if res.include is not None:
-                result = res.include
-        return result
+            if spec is not None:
+                inner = folder.relative_to(d).as_posix()
+                specs.append((spec, "" if inner == "." else inner + "/"))
+        return specs
+
+    def ignored(self, path: Path, is_dir: bool, top: Optional[Path] = None, floor: Optional[Path] = None) -> bool:
+        return _gitignored(self.specs_for(path.parent, top, floor), path.name, is_dir)
+
+
+def _gitignored(specs: list[tuple[object, str]], name: str, is_dir: bool) -> bool:
+    """Entry `name` of a folder is ignored by the folder's specs (`specs_for`; last match wins)."""
+    result = False
+    for spec, inner in specs:
+        res = spec.check_file(inner + name + ("/" if is_dir else ""))
+        if res.include is not None:
+            result = res.include
+    return result
+
+
+def _pattern_hit(regex, prefixes: tuple[str, ...], name: str, rel: str) -> bool:
+    """An entry's name or its path relative to the config root matches an exclude pattern
+    (`_compiled`), or lies below a folder one names."""
+    return regex.match(name) is not None or regex.match(rel) is not None or rel.startswith(prefixes)
 
 
 def _matches(path: Path, patterns: Iterable[str], root: Path) -> bool:
@@ -91,8 +109,7 @@ def _matches(path: Path, patterns: Iterable[str], root: Path) -> bool:
         rel = path.relative_to(root).as_posix()
     except ValueError:
         rel = path.as_posix()
-    regex, prefixes = _compiled(tuple(patterns))
-    return regex.match(name) is not None or regex.match(rel) is not None or rel.startswith(prefixes)
+    return _pattern_hit(*_compiled(tuple(patterns)), name, rel)
 
 
 @functools.lru_cache(maxsize=64)
@@ -182,21 +199,7 @@ class _FolderRules:
         except ValueError:
             rel = folder.as_posix()
         self.rel_dir = "" if rel == "." else rel + "/"
-        self.specs: list[tuple[object, str]] = []  # (spec, this folder's path relative to its folder)
-        if ignorer.enabled:
-            git_root = floor or ignorer.git_root(folder) or top or folder
-            chain = []
-            d = folder
-            while True:
-                chain.append(d)
-                if d == git_root or d.parent == d:
-                    break
-                d = d.parent
-            for d in reversed(chain):
-                spec = ignorer.spec(d, d == git_root)
-                if spec is not None:
-                    inner = folder.relative_to(d).as_posix()
-                    self.specs.append((spec, "" if inner == "." else inner + "/"))
+        self.specs = ignorer.specs_for(folder, top, floor)
 
     def child(self, name: str, config: Config, ignorer: _Ignorer, top: Path, floor: Optional[Path]) -> "_FolderRules":
         """The rules of subfolder `name`: this folder's, one level down, unless the subfolder
@@ -216,12 +219,4 @@ class _FolderRules:
         return rules
 
     def skips(self, name: str, is_dir: bool) -> bool:
-        rel = self.rel_dir + name
-        if self.regex.match(name) is not None or self.regex.match(rel) is not None or rel.startswith(self.prefixes):
-            return True
-        ignored = False
-        for spec, inner in self.specs:
-            res = spec.check_file(inner + name + ("/" if is_dir else ""))
-            if res.include is not None:
-                ignored = res.include
-        return ignored
+        return _pattern_hit(self.regex, self.prefixes, name, self.rel_dir + name) or _gitignored(self.specs, name, is_dir)
