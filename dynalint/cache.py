@@ -10,9 +10,9 @@ class or helper can never leave stale findings behind (`dynalint.incremental`).
 Entries are `marshal` data (plain dicts, lists and strings; several times faster to load than
 JSON), one file per entry plus, per set of linted files, a pack of all the entries its last run
 used (one read instead of thousands), and per set of linted files and options, the state
-`dynalint.incremental` re-lints changed files from. Writes go to a temporary file renamed into place, so
-concurrent runs never see a partial entry or pack and at worst compute the same entry twice;
-an unreadable entry or pack is a miss.
+`dynalint.incremental` re-lints changed files from. Writes go to a temporary file renamed into
+place, so concurrent runs never see a partial entry or pack and at worst compute the same entry
+twice; an unreadable entry or pack is a miss.
 """
 
 from __future__ import annotations
@@ -49,8 +49,7 @@ def _prune(folder: Path, keep: int) -> None:
 def _code_fingerprint() -> str:
     """Version plus size and mtime of every source file that shapes a summary (analyzer, rules,
     fix generators, findings) or a run record or state (the engine's cross-file rounds, regions,
-the incremental path), so
-    editing any of them invalidates the cache during development."""
+    the incremental path), so editing any of them invalidates the cache during development."""
     import dynalint.findings as findings_mod
     import dynalint.fixes as fixes_pkg
     import dynalint.lint as lint_pkg

@@ -183,16 +183,11 @@ def run_check(opts: CheckOptions) -> int:
             return EXIT_CLEAN
         progress = _Progress(opts.progress, "dynalint")
         engine.FREEZE_AFTER_LOAD = True  # a one-shot run: what it loads lives until it exits
-        if not (opts.fix or opts.diff):
-            from dynalint.incremental import lint_tree
-
-            findings = lint_tree(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
-        else:
-            summaries = analyze_files(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
-            findings = select_findings(summaries, config)
-        if opts.fix or opts.diff:
+        if opts.fix or opts.diff:  # fixes need every summary: the whole-tree path
             from dynalint.fixes.apply import fix_paths
 
+            summaries = analyze_files(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
+            findings = select_findings(summaries, config)
             outcome = fix_paths(files, summaries, findings, config, unsafe=opts.unsafe_fixes, diff=opts.diff)
             if opts.diff:
                 sys.stdout.write(outcome.diff_text)
@@ -205,6 +200,10 @@ def run_check(opts: CheckOptions) -> int:
             findings = outcome.remaining
             for e in outcome.errors:
                 _error(e)
+        else:
+            from dynalint.incremental import lint_tree
+
+            findings = lint_tree(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
         if opts.output_format == "text":
             shown = {x.filename for x in findings[:2000]}  # a set: files x findings was seconds on big trees
             for f in files:

@@ -9,10 +9,11 @@ fingerprint of the interface each of those analyses produced, the file's finding
 functions that were reachable.
 
 The next run hashes every file whose size or modification time changed (or was too recent to
-trust, as git treats "racily clean" files); a file whose key is unchanged keeps its findings. A changed file is analysed again, first alone, then with
-the same facts as last time, round by round; if each analysis gives the interface it gave last
-time, every other file's facts, analyses and reachability are the same as last time by
-induction over the rounds, so only the changed file's findings are new. Otherwise (a call was
+trust, as git treats "racily clean" files); a file whose key is unchanged keeps its findings.
+A changed file is analysed again, first alone, then with the same facts as last time, round by
+round; if each analysis gives the interface it gave last time, every other file's facts,
+analyses and reachability are the same as last time by induction over the rounds, so only the
+changed file's findings are new. Otherwise (a call was
 added, a base changed, a file appeared), the run falls back to the whole-tree path, which
 writes a new state.
 """
@@ -23,7 +24,7 @@ import hashlib
 import os
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
 from dynalint.config import Config
 from dynalint.findings import Finding
@@ -118,7 +119,6 @@ def _state_from_trace(trace: dict, summaries: list, live: set, stats: dict) -> O
 def _relint_changed(state: dict, work: list, cache, config: Config, name: str):
     """(findings, state changed) when the changed files kept their interfaces, else None."""
     from dynalint import engine
-    from dynalint.lint.summary import FileSummary
 
     known = state["files"]
     if len(known) != len(work):
