@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import os
+import shutil
 import tempfile
 import uuid
 import importlib.util
@@ -12,9 +14,21 @@ import sys
 from dynalint.lint.rule import BREAKS, CLEAN, NO_RECOMPILE, RECOMPILES, Example
 
 
+_PROBE_DIR: list[str] = []
+
+
+def _probe_dir() -> str:
+    """One folder per test process for the probe files, removed when the process ends (the
+    files must outlive each probe: Dynamo reads their source lines while tracing)."""
+    if not _PROBE_DIR:
+        _PROBE_DIR.append(tempfile.mkdtemp(prefix="dynalint-probe-"))
+        atexit.register(shutil.rmtree, _PROBE_DIR[0], ignore_errors=True)
+    return _PROBE_DIR[0]
+
+
 def load_example(example: Example):
     """Import the example from a real file, so Dynamo sees real source lines."""
-    d = tempfile.mkdtemp(prefix="dynalint-probe-")
+    d = _probe_dir()
     name = f"probe_{uuid.uuid4().hex[:8]}"
     path = os.path.join(d, f"{name}.py")
     with open(path, "w") as fh:
