@@ -113,8 +113,11 @@ def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str]) ->
     return (f.display, str(f.path), f.module, f.is_package, f.text, compiling_fns, cache_dir)
 
 
-def _analyze_one(args: tuple) -> tuple[str, dict]:
-    """Worker: returns (display, summary-as-dict). Runs in a child process for big runs."""
+def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
+    """Worker: returns (display, summary-as-dict). Runs in a child process for big runs.
+    `interface_only`: the caller reads only the summary's interface, so no rule runs (about half
+    of an analysis: rules, fixes, positions) and the entry, which lacks the findings, is not
+    cached."""
     from dynalint.lint.analyzer import AnalyzerOptions, analyze_source
     from dynalint.lint.summary import interface_fingerprint
 
@@ -137,6 +140,8 @@ def _analyze_one(args: tuple) -> tuple[str, dict]:
         if hit is not None:
             return display, hit
     options = AnalyzerOptions(is_compiling_functions=frozenset(compiling_fns))
+    if interface_only:
+        options.rule_codes = frozenset()
     if facts:
         options.external_hints = facts["hints"]
         options.external_returns = frozenset(facts["returns"])
@@ -152,7 +157,7 @@ def _analyze_one(args: tuple) -> tuple[str, dict]:
     finally:
         if was_enabled:
             gc.enable()
-    if cache is not None and key is not None:
+    if cache is not None and key is not None and not interface_only:
         cache.put(key, data)
     return display, data
 

@@ -157,12 +157,13 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str):
         if item[0] not in live_in:
             return None
         entry = known[item[0]]
-        _, data = engine._analyze_one(item)
+        # Only the last analysis's findings are kept: the ones before it run no rules.
+        _, data = engine._analyze_one(item, interface_only=bool(entry[2]))
         if interface_fingerprint(data) != entry[1]:
             return None
         chain = []
-        for facts, _old_key, fingerprint in entry[2]:
-            _, data = engine._analyze_one(item + (facts,))
+        for step, (facts, _old_key, fingerprint) in enumerate(entry[2], start=1):
+            _, data = engine._analyze_one(item + (facts,), interface_only=step < len(entry[2]))
             if interface_fingerprint(data) != fingerprint:
                 return None
             chain.append((facts, engine._cache_key(cache, item + (facts,), item[4]), fingerprint))

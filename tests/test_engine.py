@@ -428,3 +428,37 @@ def test_reanalysing_a_text_reuses_its_parse_and_still_applies_new_facts():
     assert [f.code for f in told.findings] == ["DYN120"] and not plain.findings
     analyze_source(text + "\n", "ops.py", "ops")
     assert analyzer._PARSED[-1][1] is not module
+
+
+def _visit_order_from_source(cls) -> tuple:
+    """The fields `cls._visit_and_replace_children` visits, read from its source: every
+    `visit_*(self, "field", ...)` call, in source order."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls._visit_and_replace_children)))
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id.startswith("visit_")
+        and len(n.args) >= 2
+        and isinstance(n.args[1], ast.Constant)
+    ]
+    calls.sort(key=lambda n: (n.lineno, n.col_offset))
+    return tuple(dict.fromkeys(n.args[1].value for n in calls))
+
+
+def test_visit_order_read_from_code_matches_libcsts_source_for_every_node_class():
+    import inspect
+
+    classes = [
+        c
+        for c in vars(cst).values()
+        if inspect.isclass(c) and issubclass(c, cst.CSTNode) and not inspect.isabstract(c)
+    ]
+    assert len(classes) > 100
+    for cls in classes:
+        assert fastcst._fields_from_code(cls) == _visit_order_from_source(cls), cls.__name__
