@@ -162,6 +162,11 @@ def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
     return display, data
 
 
+# How many entries a pack may lack (found in their own files) or hold unused before it is
+# written again.
+PACK_SLACK = 32
+
+
 class _RunCache:
     """The persistent cache as one run uses it: entries come from the pack of the last run over
     the same files when there is one, else from their own files; the run's entries make the
@@ -187,15 +192,23 @@ class _RunCache:
         self.used[key] = data  # computed by a worker, which also wrote its own entry
 
     def save(self) -> None:
-        if self.used.keys() != self.pack.keys():
+        """Rewrite the pack when a fair share of its entries changed. A few new entries (one
+        edited file) are read from their own files next time: rewriting a big tree's pack
+        (15 MB for transformers) cost more than that."""
+        missing = sum(1 for k in self.used if k not in self.pack)
+        stale = len(self.pack) - (len(self.used) - missing)
+        if missing > PACK_SLACK or stale > PACK_SLACK or (missing and not self.pack):
             self.cache.save_pack(self.pack_name, self.used)
 
 
-def _cached_results(work: list[tuple], run_cache: Optional[_RunCache]) -> tuple[dict[str, dict], list[tuple], dict[str, str]]:
+def _cached_results(
+    work: list[tuple], run_cache: Optional[_RunCache], known_keys: Optional[dict[str, str]] = None
+) -> tuple[dict[str, dict], list[tuple], dict[str, str]]:
     """Cache hits looked up here, in the calling process (a warm run starts no worker); the
     misses come back with their text already read, so workers do not read them again; the keys
-    of all that could be read come too (display -> key). Items in `work` get their text filled in too, for the
-    cross-file rounds of the same run."""
+    of all that could be read come too (display -> key). Items in `work` get their text filled
+    in too, for the cross-file rounds of the same run. `known_keys`: keys the caller already
+    computed for unchanged files (`dynalint.incremental`); their hits need no read."""
     if run_cache is None:
         return {}, work, {}
     hits: dict[str, dict] = {}
@@ -203,6 +216,12 @@ def _cached_results(work: list[tuple], run_cache: Optional[_RunCache]) -> tuple[
     keys: dict[str, str] = {}
     for i, item in enumerate(work):
         display, path, module, _, text = item[:5]
+        known = known_keys.get(display) if known_keys and text is None and len(item) == 7 else None
+        data = run_cache.get(known) if known is not None else None
+        if data is not None:
+            keys[display] = known
+            hits[display] = data
+            continue
         if text is None:
             try:
                 text = read_source(Path(path))
@@ -299,11 +318,13 @@ def analyze_files(
     cache_dir: Optional[Path] = None,
     progress: Optional[Callable[[int, int], None]] = None,
     trace: Optional[dict] = None,
+    known_keys: Optional[dict[str, str]] = None,
 ):
     """Summaries of `files` after the cross-file rounds. `trace`, when given, is filled with
     what `dynalint.incremental` keeps to redo a later run file by file: each file's first-pass
     key and entry, and for each later round the facts it got, its key and entry; the rounds then
-    run even when the run record could skip them."""
+    run even when the run record could skip them. `known_keys`: first-pass keys of files known
+    to be unchanged (display -> key), used instead of reading and hashing them."""
     from dynalint.lint.summary import FileSummary
 
     compiling = tuple(config.is_compiling_functions)
@@ -314,7 +335,7 @@ def analyze_files(
     _folder_module_parts.cache_clear()
     with _gc_paused():
         run_cache = _RunCache(cache_dir, [w[0] for w in work]) if cache_dir is not None else None
-        results, misses, keys = _cached_results(work, run_cache)
+        results, misses, keys = _cached_results(work, run_cache, known_keys)
     if progress and results:
         progress(len(results), len(work))
     # Every file's first-pass key known: the cross-file part of the run is a function of them.

@@ -81,8 +81,9 @@ def lint_tree(
     name = _state_name(cache, [w[0] for w in work], (compiling, roots))
     with engine._gc_paused():  # ~100,000 small acyclic objects
         state = cache.load_state(name)
+    known_keys: dict[str, str] = {}  # of files found unchanged, for the whole-tree path
     if state.get("format") == FORMAT:
-        found = _relint_changed(state, work, cache, config, name)
+        found = _relint_changed(state, work, cache, config, name, known_keys)
         if found is not None:
             findings, changed = found
             if changed:
@@ -90,7 +91,9 @@ def lint_tree(
             return findings
     stats = {w[0]: _stat(w[1]) for w in work}  # before the files are read: see _stat
     trace: dict = {}
-    summaries = engine.analyze_files(files, config, jobs=jobs, cache_dir=Path(cache_dir), progress=progress, trace=trace)
+    summaries = engine.analyze_files(
+        files, config, jobs=jobs, cache_dir=Path(cache_dir), progress=progress, trace=trace, known_keys=known_keys
+    )
     live = engine.live_functions(summaries, config)
     new_state = _state_from_trace(trace, summaries, live, stats)
     if new_state is not None:
@@ -116,8 +119,9 @@ def _state_from_trace(trace: dict, summaries: list, live: set, stats: dict) -> O
     return {"format": FORMAT, "run": os.urandom(8).hex(), "files": files}
 
 
-def _relint_changed(state: dict, work: list, cache, config: Config, name: str):
-    """(findings, state changed) when the changed files kept their interfaces, else None."""
+def _relint_changed(state: dict, work: list, cache, config: Config, name: str, known_keys: dict):
+    """(findings, state changed) when the changed files kept their interfaces, else None.
+    Fills `known_keys` with the keys of the files whose stat says they did not change."""
     from dynalint import engine
 
     known = state["files"]
@@ -132,6 +136,7 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str):
         display, path, module, _, text = item[:5]
         stat = _stat(path) if text is None else None
         if stat is not None and stat == entry[4]:
+            known_keys[item[0]] = entry[0]
             continue  # same size, time and inode as when its key was computed
         entry[4] = stat
         if text is None:

@@ -51,25 +51,47 @@ class SourceInfo:
     module: cst.Module
     # What rules told fix generators while walking the file (e.g. which statements need a guard).
     registry: dict = field(default_factory=dict)
+    # Parents of the statements of the module and of the nodes inside the functions fix
+    # generators were made for (`cover`); of every node once one outside them is asked about.
+    _parents: dict = field(default_factory=dict)
+    _covered: set = field(default_factory=set)
+    _statements_mapped: bool = False
+    _complete: bool = False
 
     @functools.cached_property
     def lines(self) -> list[str]:
         return split_lines(fastcst.source_of(self.module))  # the parsed text, not a regeneration
 
-    @functools.cached_property
-    def parents(self) -> dict[int, cst.CSTNode]:
-        parents: dict[int, cst.CSTNode] = {}
-        stack: list[cst.CSTNode] = [self.module]
+    def cover(self, function: cst.CSTNode) -> "SourceInfo":
+        """Fixes will ask for parents inside `function`: map it, not the whole module (a model
+        file's parent map cost a tenth of its analysis)."""
+        if not self._complete and id(function) not in self._covered:
+            self._covered.add(id(function))
+            if not self._statements_mapped:
+                self._statements_mapped = True
+                self._map(self.module, descend=fastcst.STATEMENT_CONTAINERS)
+            self._map(function)
+        return self
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        found = self._parents.get(id(node))
+        if found is None and not self._complete:
+            self._map(self.module)
+            self._complete = True
+            found = self._parents.get(id(node))
+        return found
+
+    def _map(self, root: cst.CSTNode, descend: Optional[tuple] = None) -> None:
+        """Parents of the nodes under root; with `descend`, only of those under nodes of these types."""
+        parents = self._parents
+        stack: list[cst.CSTNode] = [root]
         while stack:
             node = stack.pop()
             # fastcst.children: the same child nodes as `.children`, without libcst rebuilding `node`.
             for child in fastcst.children(node):
                 parents[id(child)] = node
-                stack.append(child)
-        return parents
-
-    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        return self.parents.get(id(node))
+                if descend is None or isinstance(child, descend):
+                    stack.append(child)
 
     @property
     def newline(self) -> str:
@@ -109,10 +131,11 @@ class SourceInfo:
 _last: list = [None, None]
 
 
-def source_info(module: cst.Module) -> SourceInfo:
+def source_info(module: cst.Module, function: Optional[cst.CSTNode] = None) -> SourceInfo:
+    """The module's SourceInfo; `function`: the one a fix generator is made for (see `cover`)."""
     if _last[0] is not module:
         _last[0], _last[1] = module, SourceInfo(module)
-    return _last[1]
+    return _last[1].cover(function) if function is not None else _last[1]
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ def debugger_fix(ctx, call: cst.Call, code: str = "DYN102"):
     small = next((s for s in stmt.body if isinstance(s, cst.Expr) and s.value is call), None)
     if small is None:
         return None
-    info = source_info(ctx.module)
+    info = source_info(ctx.module, ctx.fn)
     info.registry.setdefault(REGISTRY, set()).add(id(small))
     return guarded(code, lambda positions, module: _delete(info, positions, stmt, small))
 

@@ -34,7 +34,7 @@ def guard_fix(ctx, call: cst.Call, code: str):
     stmt = ctx.statement
     if not _is_call_statement(stmt, call):
         return None
-    info = source_info(ctx.module)
+    info = source_info(ctx.module, ctx.fn)
     if not isinstance(info.parent(stmt), cst.IndentedBlock):
         return None
     info.registry.setdefault(REGISTRY, {}).setdefault(id(stmt), set()).add(code)

@@ -38,7 +38,7 @@ ELEMENTWISE = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThan
 def mask_fix(ctx, node: cst.CSTNode, code: str = "DYN130"):
     if ctx.probe_only:
         return None
-    info = source_info(ctx.module)
+    info = source_info(ctx.module, ctx.fn)
     node = _indexed_by(info, ctx, node) or node
     picked = _selection(ctx, node)
     if picked is None or not _only_summed(info, node):

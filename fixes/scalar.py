@@ -33,7 +33,7 @@ def item_fix(ctx, call: cst.Call, code: str = "DYN110"):
     if conversion is None:
         return None
     receiver, kind = conversion
-    info = source_info(ctx.module)
+    info = source_info(ctx.module, ctx.fn)
     stmt = ctx.statement
     unused = _unused_statement(info, ctx, stmt, call)
     # `.item()` is also reported on NumPy values; only a tensor may stay what it is.

@@ -43,7 +43,7 @@ class WherePlan:
 def where_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
     if ctx.probe_only or _mentions_numpy(reported, ctx):
         return None  # torch.where needs a torch tensor condition, not a NumPy value
-    info = source_info(ctx.module)
+    info = source_info(ctx.module, ctx.fn)
     plan = _plan(info, ctx, reported)
     if plan is None:
         return None

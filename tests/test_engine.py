@@ -462,3 +462,31 @@ def test_visit_order_read_from_code_matches_libcsts_source_for_every_node_class(
     assert len(classes) > 100
     for cls in classes:
         assert fastcst._fields_from_code(cls) == _visit_order_from_source(cls), cls.__name__
+
+
+def test_parents_of_covered_functions_match_the_whole_module_map():
+    from dynalint.fixes.base import SourceInfo
+
+    module = cst.parse_module(SAMPLE)
+    full = {}
+    for node in _all_nodes(module):
+        for child in fastcst.children(node):
+            full[id(child)] = node
+    functions = [n for n in _all_nodes(module) if isinstance(n, cst.FunctionDef)]
+    for fn in functions:
+        info = SourceInfo(module).cover(fn)
+        inside = list(fastcst.iter_nodes(fn))
+        for node in inside:
+            assert info.parent(node) is full.get(id(node))
+        assert not info._complete  # answered from the covered function and the statements
+        # Up from the function to the module through the statements around it.
+        cur = fn
+        while cur is not module:
+            cur = info.parent(cur)
+            assert cur is not None
+        assert not info._complete
+    # A node outside every covered function: the whole module gets mapped.
+    info = SourceInfo(module).cover(next(f for f in functions if f.name.value == "same"))
+    outside = next(n for n in _all_nodes(module) if isinstance(n, cst.Dict))  # in tabbed()
+    assert info.parent(outside) is full[id(outside)]
+    assert info._complete
