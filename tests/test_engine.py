@@ -140,6 +140,25 @@ def test_incremental_run_reanalyses_only_a_file_whose_interface_kept(tmp_path, m
     assert findings_incremental(root, cache_dir) == warm and whole.count == 0  # the state was updated
 
 
+def test_analyses_without_rules_are_never_cached(tmp_path, monkeypatch):
+    """The fast path analyses model.py first alone without rules (its findings come from the
+    analysis with ops.py's facts). Once ops.py stops returning a tensor, that first analysis is
+    model.py's last: a whole-tree run must not find it cached without its findings."""
+    write_tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/model.py": MODEL})
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    findings_incremental(root, cache_dir)
+    whole = WholeTreeRuns(monkeypatch)
+    model = root / "pkg/model.py"
+    model.write_text(model.read_text().replace("return h", "print(h)\n        return h"))
+    assert ("pkg/model.py", "DYN101") in [(f[0], f[3]) for f in findings_incremental(root, cache_dir)]
+    assert whole.count == 0
+    (root / "pkg/ops.py").write_text("def normalize(x):\n    return 1\n")
+    warm = findings_incremental(root, cache_dir)
+    assert whole.count == 1
+    assert ("pkg/model.py", "DYN101") in [(f[0], f[3]) for f in warm]
+    assert warm == findings(root, None)
+
+
 def test_incremental_run_hashes_a_recently_modified_file_even_with_the_same_stat(tmp_path):
     """An edit of the same size that keeps the modification time (within one timestamp tick of
     the last run) is still seen: a file modified in the last seconds is hashed, not trusted."""
