@@ -216,7 +216,8 @@ def _cached_results(
     keys: dict[str, str] = {}
     for i, item in enumerate(work):
         display, path, module, _, text = item[:5]
-        known = known_keys.get(display) if known_keys and text is None and len(item) == 7 else None
+        first_pass = len(item) == 7  # a round's items carry the facts as an eighth element
+        known = known_keys.get(display) if known_keys and text is None and first_pass else None
         data = run_cache.get(known) if known is not None else None
         if data is not None:
             keys[display] = known
