@@ -103,7 +103,7 @@ def _read_failure(display: str, module: str, exc: Exception) -> dict:
 
 def _cache_key(cache, item: tuple, text: str) -> str:
     display, _path, module, is_package, _text, compiling_fns, _cache_dir = item[:7]
-    facts = item[7] if len(item) > 7 else None
+    facts = _facts_of(item)
     return cache.key(text, display, module, is_package, (compiling_fns, facts) if facts else compiling_fns)
 
 
@@ -111,6 +111,12 @@ def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str]) ->
     """What `_analyze_one` takes for a file (picklable for workers); the cross-file rounds append
     the facts other files give it."""
     return (f.display, str(f.path), f.module, f.is_package, f.text, compiling_fns, cache_dir)
+
+
+def _facts_of(item: tuple) -> Optional[dict]:
+    """The facts a work item was given (an eighth element, appended by the cross-file rounds and
+    by re-analyses with last run's facts), None for a first-pass item."""
+    return item[7] if len(item) > 7 else None
 
 
 def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
@@ -122,7 +128,7 @@ def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
     from dynalint.lint.summary import interface_fingerprint
 
     display, path, module, is_package, text, compiling_fns, cache_dir = args[:7]
-    facts = args[7] if len(args) > 7 else None  # what other files tell about this one (lint/hints.py)
+    facts = _facts_of(args)  # what other files tell about this one (lint/hints.py)
     cache = None
     if cache_dir is not None:
         from dynalint.cache import Cache
@@ -216,7 +222,7 @@ def _cached_results(
     keys: dict[str, str] = {}
     for i, item in enumerate(work):
         display, path, module, _, text = item[:5]
-        first_pass = len(item) == 7  # a round's items carry the facts as an eighth element
+        first_pass = _facts_of(item) is None
         known = known_keys.get(display) if known_keys and text is None and first_pass else None
         data = run_cache.get(known) if known is not None else None
         if data is not None:

@@ -10,8 +10,8 @@ Which functions really run under torch.compile is decided later across all files
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from dataclasses import dataclass
+from typing import Optional
 
 import libcst as cst
 
@@ -946,9 +946,10 @@ class FunctionContext(cst.CSTVisitor):
     def _record_call_site(self, node: cst.Call) -> None:
         func = node.func
         key = None
-        if self.self_attr(func) is not None:
-            if self.class_info is not None and func.attr.value in self.class_info.methods:
-                key = f"{self.cls}.{func.attr.value}"
+        method = self.self_attr(func)
+        if method is not None:
+            if self.class_info is not None and method in self.class_info.methods:
+                key = f"{self.cls}.{method}"
         elif isinstance(func, cst.Name) and func.value in self.fa.local_functions and func.value not in self.env:
             key = f"{self.fa.summary.module}.{func.value}"
         else:

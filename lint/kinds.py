@@ -34,7 +34,6 @@ TORCH_NON_TENSOR_FUNCS = frozenset(
     save load cond vmap
     """.split()
 )
-# torch submodules whose callables are not tensor ops.
 # `torch._C.*` namespaces whose functions are tensor operators; the rest of `torch._C` is not.
 TORCH_C_TENSOR_PREFIXES = (
     "torch._C._nn.",
@@ -45,6 +44,7 @@ TORCH_C_TENSOR_PREFIXES = (
     "torch._C._nested.",
     "torch._C._sparse.",
 )
+# torch submodules whose callables are not tensor ops.
 TORCH_NON_TENSOR_PREFIXES = (
     "torch.cuda.",
     "torch.backends.",
