@@ -171,6 +171,8 @@ import sys, time
 t0 = time.perf_counter()
 import click
 t1 = time.perf_counter()
+from dynalint import importcache
+importcache.install()  # as the command line does
 import libcst
 t2 = time.perf_counter()
 from dynalint.config import Config
@@ -180,7 +182,8 @@ from dynalint.lint.rules import all_rules
 all_rules()
 t3 = time.perf_counter()
 text = open(sys.argv[1], encoding="utf-8").read()
-libcst.parse_module(text)
+from dynalint.lint.analyzer import parse_unvalidated
+parse_unvalidated(text)
 t4 = time.perf_counter()
 summary = analyze_source(text, sys.argv[1], "model")
 t5 = time.perf_counter()

@@ -8,7 +8,9 @@ from typing import Optional
 
 import click
 
-from dynalint import __version__
+from dynalint import __version__, importcache
+
+importcache.install()  # a cold `check` imports libcst at a third of the cost
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

@@ -24,7 +24,7 @@ import hashlib
 import os
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 from dynalint.config import Config
 from dynalint.findings import Finding
@@ -83,7 +83,7 @@ def lint_tree(
         state = cache.load_state(name)
     known_keys: dict[str, str] = {}  # of files found unchanged, for the whole-tree path
     if state.get("format") == FORMAT:
-        found = _relint_changed(state, work, cache, config, name, known_keys)
+        found = _relint_changed(state, work, cache, config, name, known_keys, jobs)
         if found is not None:
             findings, changed = found
             if changed:
@@ -119,7 +119,7 @@ def _state_from_trace(trace: dict, summaries: list, live: set, stats: dict) -> O
     return {"format": FORMAT, "run": os.urandom(8).hex(), "files": files}
 
 
-def _relint_changed(state: dict, work: list, cache, config: Config, name: str, known_keys: dict):
+def _relint_changed(state: dict, work: list, cache, config: Config, name: str, known_keys: dict, jobs: int = 0):
     """(findings, state changed) when the changed files kept their interfaces, else None.
     Fills `known_keys` with the keys of the files whose stat says they did not change."""
     from dynalint import engine
@@ -162,20 +162,54 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
         if item[0] not in live_in:
             return None
         entry = known[item[0]]
-        # Only the last analysis's findings are kept: the ones before it run no rules.
-        _, data = engine._analyze_one(item, interface_only=bool(entry[2]))
-        if interface_fingerprint(data) != entry[1]:
-            return None
-        chain = []
-        for step, (facts, _old_key, fingerprint) in enumerate(entry[2], start=1):
-            _, data = engine._analyze_one(item + (facts,), interface_only=step < len(entry[2]))
+        # The file alone, then with the facts of each cross-file round it took part in; only the
+        # last analysis's findings are kept, so the ones before it run no rules.
+        analyses = [item] + [item + (facts,) for facts, _old_key, _fp in entry[2]]
+        expected = [entry[1]] + [fingerprint for _facts, _old_key, fingerprint in entry[2]]
+        data = None
+        for data, fingerprint in zip(_analyze_all(analyses, jobs), expected):
             if interface_fingerprint(data) != fingerprint:
                 return None
-            chain.append((facts, engine._cache_key(cache, item + (facts,), item[4]), fingerprint))
+        chain = [
+            (facts, engine._cache_key(cache, item + (facts,), item[4]), fingerprint)
+            for facts, _old_key, fingerprint in entry[2]
+        ]
         known[item[0]] = [key, entry[1], chain, _local(data, set(live_in[item[0]])), entry[4]]
     with engine._gc_paused():
         summaries = [_local_summary(item, known[item[0]][3]) for item in work]
     return engine.enabled_findings(summaries, config), bool(changed) or stats_changed  # all live
+
+
+# Below this size a changed file's analyses run one after the other: starting a worker costs
+# about what analysing a 1,000-line file does.
+PARALLEL_MIN_CHARS = 40_000
+
+
+def _analyze_all(analyses: list[tuple], jobs: int) -> Iterable[dict]:
+    """The entries of one file's analyses (work items that differ only in their facts), in order.
+    All but the last are interface-only. A big file's analyses run side by side in forked
+    workers, which inherit the tree parsed here (the analyzer keeps the last two texts' trees)."""
+    from dynalint import engine
+
+    last = len(analyses) - 1
+    jobs = jobs or os.cpu_count() or 1
+    text = analyses[0][4]
+    if last == 0 or jobs < 2 or text is None or len(text) < PARALLEL_MIN_CHARS or not hasattr(os, "fork"):
+        # one by one, so that a changed interface stops the check at the first analysis
+        return (engine._analyze_one(a, interface_only=i < last)[1] for i, a in enumerate(analyses))
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    from dynalint.lint.analyzer import _parse_module
+
+    try:
+        _parse_module(text)
+    except Exception:  # a syntax error is the analysis's to report
+        pass
+    with cf.ProcessPoolExecutor(max_workers=min(jobs - 1, last), mp_context=mp.get_context("fork")) as pool:
+        futures = [pool.submit(engine._analyze_one, a, True) for a in analyses[:last]]
+        final = engine._analyze_one(analyses[last])[1]  # the one with rules, here meanwhile
+        return [f.result()[1] for f in futures] + [final]
 
 
 def _local_summary(item: tuple, local: list):

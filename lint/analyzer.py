@@ -1291,11 +1291,32 @@ def parse_noqa(source: str) -> dict[int, Optional[list[str]]]:
 _PARSED: list[tuple[str, cst.Module]] = []
 
 
+def parse_unvalidated(source: str) -> cst.Module:
+    """`cst.parse_module` without each node's `_validate` (a fifth of the parse): libcst's
+    parser only builds nodes its grammar allows, and validation exists for trees built by hand,
+    such as the ones fix generators make (those keep it: it is off only during this call)."""
+    base = cst.CSTNode
+    had_own = "__post_init__" in base.__dict__
+    saved = base.__dict__.get("__post_init__")
+    base.__post_init__ = _no_validation
+    try:
+        return cst.parse_module(source)
+    finally:
+        if had_own:
+            base.__post_init__ = saved
+        else:  # pragma: no cover - libcst always defines it
+            del base.__post_init__
+
+
+def _no_validation(self) -> None:
+    pass
+
+
 def _parse_module(source: str) -> cst.Module:
     for text, module in _PARSED:
         if text == source:
             return module
-    module = cst.parse_module(source)
+    module = parse_unvalidated(source)
     _PARSED.append((source, module))
     del _PARSED[:-2]
     return module

@@ -61,11 +61,23 @@ def findings(root: Path, cache_dir=None, jobs=1) -> list[tuple]:
     return [(f.filename, f.row, f.column, f.code, f.message) for f in select_findings(summaries, ALL)]
 
 
-def findings_incremental(root: Path, cache_dir) -> list[tuple]:
+def findings_incremental(root: Path, cache_dir, jobs: int = 1) -> list[tuple]:
     """What `dynalint check` does: the incremental path over the last run's state."""
     from dynalint.incremental import lint_tree
 
-    return [(f.filename, f.row, f.column, f.code, f.message) for f in lint_tree(sources(root), ALL, jobs=1, cache_dir=cache_dir)]
+    return [(f.filename, f.row, f.column, f.code, f.message) for f in lint_tree(sources(root), ALL, jobs=jobs, cache_dir=cache_dir)]
+
+
+@pytest.fixture(params=["serial", "parallel"])
+def relint_jobs(request, monkeypatch) -> int:
+    """Jobs for the incremental path; "parallel" makes even a small changed file's analyses run
+    side by side in forked workers, as a big file's do."""
+    if request.param == "serial":
+        return 1
+    import dynalint.incremental
+
+    monkeypatch.setattr(dynalint.incremental, "PARALLEL_MIN_CHARS", 0)
+    return 2
 
 
 class WholeTreeRuns:
@@ -124,7 +136,7 @@ def test_warm_run_follows_a_changed_helper_in_another_file(tmp_path, lint):
     assert not [f for f in warm if f[0] == "pkg/model.py"]
 
 
-def test_incremental_run_reanalyses_only_a_file_whose_interface_kept(tmp_path, monkeypatch):
+def test_incremental_run_reanalyses_only_a_file_whose_interface_kept(tmp_path, monkeypatch, relint_jobs):
     """Editing the body of forward (no new call, no new function) keeps what other files read
     from model.py: the run analyses model.py alone, and its findings are the full run's."""
     write_tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/model.py": MODEL})
@@ -133,11 +145,11 @@ def test_incremental_run_reanalyses_only_a_file_whose_interface_kept(tmp_path, m
     whole = WholeTreeRuns(monkeypatch)
     model = root / "pkg/model.py"
     model.write_text(model.read_text().replace("h = h * 2", "h = h * 2\n            n = h.sum().item()"))
-    warm = findings_incremental(root, cache_dir)
+    warm = findings_incremental(root, cache_dir, jobs=relint_jobs)
     assert whole.count == 0
     assert ("pkg/model.py", 10, "DYN110") in [(f[0], f[1], f[3]) for f in warm]
     assert warm == findings(root, None)
-    assert findings_incremental(root, cache_dir) == warm and whole.count == 0  # the state was updated
+    assert findings_incremental(root, cache_dir, jobs=relint_jobs) == warm and whole.count == 0  # the state was updated
 
 
 def test_analyses_without_rules_are_never_cached(tmp_path, monkeypatch):
@@ -177,7 +189,7 @@ def test_incremental_run_hashes_a_recently_modified_file_even_with_the_same_stat
     assert ("pkg/model.py", "DYN120") not in [(f[0], f[3]) for f in findings_incremental(root, cache_dir)]
 
 
-def test_incremental_run_falls_back_when_an_interface_changes(tmp_path, monkeypatch):
+def test_incremental_run_falls_back_when_an_interface_changes(tmp_path, monkeypatch, relint_jobs):
     """A new call in forward changes the call graph: the whole tree is analysed again, and the
     helper it now calls is in the compile region."""
     ops = OPS + "\ndef report(x):\n    print(x)\n"
@@ -188,7 +200,7 @@ def test_incremental_run_falls_back_when_an_interface_changes(tmp_path, monkeypa
     model = root / "pkg/model.py"
     text = model.read_text().replace("import normalize", "import normalize, report")
     model.write_text(text.replace("return h", "report(h)\n        return h"))
-    warm = findings_incremental(root, cache_dir)
+    warm = findings_incremental(root, cache_dir, jobs=relint_jobs)
     assert whole.count == 1
     assert ("pkg/ops.py", "DYN101") in [(f[0], f[3]) for f in warm]
     assert warm == findings(root, None)
