@@ -7,6 +7,8 @@ Each run is a new process running the installed `dynalint` console script, as an
 on-save hook or pre-commit starts it. Measured cases:
   startup      `dynalint --version`: interpreter + click + the CLI module
   check-cold   `dynalint check --no-cache FILE`: the file changed since the last run (the on-save case)
+  cold-no-table  the same with DYNALINT_NO_IMPORT_CACHE=1: libcst imported without the table of
+               its dataclass code (dynalint/importcache.py)
   check-warm   `dynalint check FILE` with the cache already filled: the file did not change
   stdin        `dynalint check --no-cache --stdin-filename FILE < FILE`: editor plugins
   in-process   one `lint_source` call in a warm process: what `dynalint lsp` pays per edit
@@ -113,8 +115,8 @@ def _children_cpu() -> float:
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("DYNALINT_")}
 
 
-def time_runs(cmd: list[str], runs: int, cwd: Path, stdin_file: Path | None = None, case: str = "") -> list[float]:
-    env = CHILD_ENV
+def time_runs(cmd: list[str], runs: int, cwd: Path, stdin_file: Path | None = None, case: str = "", env: dict | None = None) -> list[float]:
+    env = CHILD_ENV if env is None else env
     times = []
     for _ in range(runs):
         stdin = open(stdin_file, "rb") if stdin_file else subprocess.DEVNULL
@@ -242,6 +244,11 @@ def main() -> int:
         cases = {
             "startup": time_runs([*cmd, "--version"], args.runs, work, case="startup"),
             "check-cold": time_runs([*cmd, "check", "--no-cache", copy.name], args.runs, work, case="check-cold"),
+            # the same without the table of libcst's dataclass code (dynalint/importcache.py)
+            "cold-no-table": time_runs(
+                [*cmd, "check", "--no-cache", copy.name], args.runs, work, case="cold-no-table",
+                env=dict(CHILD_ENV, DYNALINT_NO_IMPORT_CACHE="1"),
+            ),
             "check-warm": time_runs([*cmd, "check", "--cache-dir", str(cache), copy.name], args.runs, work, case="check-warm"),
             "stdin": time_runs(
                 [*cmd, "check", "--no-cache", "--stdin-filename", copy.name], args.runs, work, stdin_file=copy, case="stdin"
@@ -265,11 +272,11 @@ def main() -> int:
         "torch_imported": "torch" in packages,
     }
     print(f"dynalint check latency: {label} ({n_lines} lines), {args.runs} cold processes each")
-    print(f"{'case':<12} {'min':>7} {'median':>7} {'max':>7} {'CPU median':>11}")
+    print(f"{'case':<14} {'min':>7} {'median':>7} {'max':>7} {'CPU median':>11}")
     for name, s in result["cases"].items():
         cpu = result["cpu"].get(name)
         cpu_text = f"{cpu['median_s']:>10.3f}s" if cpu else f"{'':>11}"
-        print(f"{name:<12} {s['min_s']:>6.3f}s {s['median_s']:>6.3f}s {s['max_s']:>6.3f}s {cpu_text}")
+        print(f"{name:<14} {s['min_s']:>6.3f}s {s['median_s']:>6.3f}s {s['max_s']:>6.3f}s {cpu_text}")
     print(f"load average (1 min) at the end: {result['load_average']:.1f} on {os.cpu_count()} cores")
     print("phases of one cold run (median): " + ", ".join(f"{k} {v['median_s']:.3f}s" for k, v in result["phases"].items()))
     print(f"third-party packages imported by `check`: {', '.join(packages) or 'none'}")
