@@ -26,7 +26,6 @@ import json
 import os
 import sys
 import time
-import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -470,8 +469,8 @@ def main(argv=None) -> int:
 
     print(f"\n{args.suite}: {len(ok)} models run ({len(runs) - len(ok)} skipped), {len(files)} source files linted in {lint_s:.1f}s")
     print(f"break sites: {len(sites)}; findings on executed lines: {sum(total.values())}\n")
-    print(f"| rule | findings on executed lines | on a break site | precision | break sites found |")
-    print(f"|---|---|---|---|---|")
+    print("| rule | findings on executed lines | on a break site | precision | break sites found |")
+    print("|---|---|---|---|---|")
     for code in sorted(set(total) | set(found)):
         p = tp[code] / total[code] if total[code] else float("nan")
         print(f"| {code} | {total[code]} | {tp[code]} | {p:.2f} | {found[code]} |")

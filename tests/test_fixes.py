@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from dynalint import atomic
 from dynalint.cli import main
 from dynalint.config import Config
-from dynalint.findings import Edit, Finding, Fix, SAFE, UNSAFE
+from dynalint.findings import Edit, Finding, Fix, SAFE
 from dynalint.fixes import apply as fix_apply
 from dynalint.fixes.apply import fix_source, fix_text
 from dynalint.fixes.base import FIX_ERRORS
