@@ -10,11 +10,11 @@ functions that were reachable.
 
 The next run hashes every file whose size or modification time changed (or was too recent to
 trust, as git treats "racily clean" files); a file whose key is unchanged keeps its findings.
-A changed file is analysed again, first alone, then with the same facts as last time, round by
-round; if each analysis gives the interface it gave last time, every other file's facts,
-analyses and reachability are the same as last time by induction over the rounds, so only the
-changed file's findings are new. Otherwise (a call was
-added, a base changed, a file appeared), the run falls back to the whole-tree path, which
+A changed file is analysed again, alone and with the same facts as in each round last time (a
+big file's analyses side by side in forked workers); if each analysis gives the interface it
+gave last time, every other file's facts, analyses and reachability are the same as last time
+by induction over the rounds, so only the changed file's findings are new. Otherwise (a call
+was added, a base changed, a file appeared), the run falls back to the whole-tree path, which
 writes a new state.
 """
 

@@ -54,8 +54,7 @@ class SourceInfo:
     # Parents of the statements of the module and of the nodes inside the functions fix
     # generators were made for (`cover`); of every node once one outside them is asked about.
     _parents: dict = field(default_factory=dict)
-    _covered: set = field(default_factory=set)
-    _statements_mapped: bool = False
+    _covered: set = field(default_factory=set)  # ids of the functions mapped so far
     _complete: bool = False
 
     @functools.cached_property
@@ -66,10 +65,9 @@ class SourceInfo:
         """Fixes will ask for parents inside `function`: map it, not the whole module (a model
         file's parent map cost a tenth of its analysis)."""
         if not self._complete and id(function) not in self._covered:
-            self._covered.add(id(function))
-            if not self._statements_mapped:
-                self._statements_mapped = True
+            if not self._covered:  # the first function: map the statements around it too
                 self._map(self.module, descend=fastcst.STATEMENT_CONTAINERS)
+            self._covered.add(id(function))
             self._map(function)
         return self
 

@@ -1003,14 +1003,11 @@ class FunctionContext(cst.CSTVisitor):
         if isinstance(func, cst.Attribute):
             recv = func.value
             meth = func.attr.value
-            if isinstance(recv, cst.Name) and self.env.get(recv.value) == "SELF":
+            if self.self_attr(func) is not None:
                 return ("self", meth)
-            if (
-                isinstance(recv, cst.Attribute)
-                and isinstance(recv.value, cst.Name)
-                and self.env.get(recv.value.value) == "SELF"
-            ):
-                return ("selfattr", recv.attr.value, meth)
+            submodule = self.self_attr(recv)
+            if submodule is not None:
+                return ("selfattr", submodule, meth)
             if isinstance(recv, cst.Call) and isinstance(recv.func, cst.Name) and recv.func.value == "super":
                 return ("super", meth)
             q = self.qualname(func)
@@ -1168,7 +1165,7 @@ class FunctionContext(cst.CSTVisitor):
         if isinstance(func, cst.Attribute):
             recv = func.value
             meth = func.attr.value
-            if isinstance(recv, cst.Name) and self.env.get(recv.value) == "SELF":
+            if self.self_attr(func) is not None:
                 methods = self.class_info.methods if self.class_info else []
                 if meth in methods:
                     key = f"{self.cls}.{meth}"
