@@ -33,6 +33,8 @@ import time
 from importlib.util import find_spec
 from pathlib import Path
 
+from children import CHILD_ENV, dynalint_command  # bench/children.py
+
 THIRD_PARTY_OK = {"click", "libcst", "pathspec", "yaml", "typing_extensions", "tomli"}
 
 
@@ -89,15 +91,6 @@ def generated_model(lines: int) -> str:
     return "".join(out)
 
 
-def dynalint_command() -> list[str]:
-    """The console script next to this interpreter (what `pip install` put on PATH), not a
-    version-manager shim, whose own start-up would be counted otherwise."""
-    script = Path(sys.executable).parent / ("dynalint.exe" if os.name == "nt" else "dynalint")
-    if script.is_file():
-        return [str(script)]
-    return [sys.executable, "-c", "import sys; from dynalint.cli import main; sys.exit(main())"]
-
-
 # CPU seconds (user + system) of each timed child, by case: on a busy machine wall time
 # includes waiting for a core, CPU time does not.
 CPU_TIMES: dict[str, list[float]] = {}
@@ -106,13 +99,6 @@ CPU_TIMES: dict[str, list[float]] = {}
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
-
-
-# Children run as a user's shell would start them: with bytecode caching on (this machine's
-# environment sets PYTHONDONTWRITEBYTECODE, which would make every run compile dynalint's
-# modules again; the unmeasured run that fills the cache writes the bytecode) and without
-# DYNALINT_* settings.
-CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("DYNALINT_")}
 
 
 def time_runs(cmd: list[str], runs: int, cwd: Path, stdin_file: Path | None = None, case: str = "", env: dict | None = None) -> list[float]:

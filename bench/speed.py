@@ -47,6 +47,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional
 
+from children import CHILD_ENV, dynalint_command  # bench/children.py
+
 DEFAULT_TIMM = Path("/work/venv-acc/lib/python3.11/site-packages/timm")
 DEFAULT_TORCHFIX = Path("/tmp/venv-torchfix/bin/torchfix")
 # The file changed between warm runs: a big model file of each tree.
@@ -150,12 +152,6 @@ class Measure:
     cpu: float
 
 
-# Children run as a user's shell would start them: with bytecode caching on (this machine's
-# environment sets PYTHONDONTWRITEBYTECODE, which would make every run compile dynalint's
-# modules again) and without DYNALINT_* settings.
-CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("DYNALINT_")}
-
-
 def warm_up_bytecode(cmd: list[str], work: Path) -> None:
     """One unmeasured check of a tiny model, so that the modules on the check path have their
     bytecode cached before anything is timed."""
@@ -210,18 +206,8 @@ def measure(row: Row, cmd: list[str], cwd: Path, runs: int, before_each=None) ->
 # -- the tools ------------------------------------------------------------------------------------
 
 
-def dynalint_cmd() -> list[str]:
-    """The console script next to this interpreter (what `pip install` put there), not the first
-    on PATH, which may be a version manager's shim whose own start-up would be counted."""
-    script = Path(sys.executable).parent / "dynalint"
-    if script.is_file():
-        return [str(script)]
-    exe = shutil.which("dynalint")
-    return [exe] if exe else [sys.executable, "-c", "import sys; from dynalint.cli import main; sys.exit(main())"]
-
-
 def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path) -> list[Row]:
-    base = dynalint_cmd() + ["check"] + (["-j", str(jobs)] if jobs else [])
+    base = dynalint_command() + ["check"] + (["-j", str(jobs)] if jobs else [])
     warm_up_bytecode(base, work)
     rows = [measure(Row("dynalint cold", tree.name, tree.files, tree.lines), base + ["--no-cache", str(tree.path)], work, runs)]
     # Warm runs on a copy: the cache lives beside it, and one file of it may be edited.
