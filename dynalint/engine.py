@@ -122,8 +122,8 @@ def _facts_of(item: tuple) -> Optional[dict]:
 def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
     """Worker: returns (display, summary-as-dict). Runs in a child process for big runs.
     `interface_only`: the caller reads only the summary's interface, so no rule runs (about half
-    of an analysis: rules, fixes, positions) and the entry, which lacks the findings, is not
-    cached."""
+    of an analysis: rules, fixes, positions) and the entry, which lacks the findings, is cached
+    under a key of its own."""
     from dynalint.lint.analyzer import AnalyzerOptions, analyze_source
     from dynalint.lint.summary import interface_fingerprint
 
@@ -142,7 +142,7 @@ def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
     key = None
     if cache is not None:
         key = _cache_key(cache, args, text)
-        hit = cache.get(key)
+        hit = cache.get(key) or (cache.get(key + INTERFACE_ONLY) if interface_only else None)
         if hit is not None:
             return display, hit
     options = AnalyzerOptions(is_compiling_functions=frozenset(compiling_fns))
@@ -163,9 +163,14 @@ def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
     finally:
         if was_enabled:
             gc.enable()
-    if cache is not None and key is not None and not interface_only:
-        cache.put(key, data)
+    if cache is not None and key is not None:
+        # An interface-only entry lacks findings: kept apart, for `dynalint.incremental`.
+        cache.put(key + INTERFACE_ONLY if interface_only else key, data)
     return display, data
+
+
+# Suffix of the cache key of an interface-only analysis (`_analyze_one`).
+INTERFACE_ONLY = ".i"
 
 
 # How many entries a pack may lack (found in their own files) or hold unused before it is

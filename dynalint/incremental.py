@@ -21,6 +21,7 @@ writes a new state.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 import time
 from pathlib import Path
@@ -97,12 +98,28 @@ def lint_tree(
     live = engine.live_functions(summaries, config)
     new_state = _state_from_trace(trace, summaries, live, stats)
     if new_state is not None:
-        # Two files, each written atomically: the run id pairs them, so that a run reading the
-        # state of one concurrent run and the live functions of another notices.
+        # Three files, each written atomically, the state last: the run id pairs them, so that a
+        # run reading the state of one concurrent run and the others of another notices.
         live_in = {s.filename: [q for q in s.functions if q in live] for s in summaries}
         cache.save_state(name + ".live", {"run": new_state["run"], "files": live_in})
+        cache.save_state(name + ".res", _boundaries_state(new_state["run"], summaries, trace, live, config))
         cache.save_state(name, new_state)
     return engine.select_findings(summaries, config, live=live)
+
+
+def _boundaries_state(run: str, summaries: list, trace: dict, live: set, config: Config) -> dict:
+    """Per file, what proves an edit of its interface local (`lint.regions.boundaries`), each
+    file's part marshalled on its own: a run loads the whole, then decodes the changed files'."""
+    from dynalint.lint.regions import boundaries
+
+    entries = list(trace["first"].values()) + [e for chain in trace["rounds"].values() for _f, _k, e in chain]
+    per_file = boundaries(summaries, entries, live, extra_roots=tuple(config.extra_roots))
+    return {
+        "run": run,
+        "tops": sorted({s.module.split(".")[0] for s in summaries}),
+        "entry_points": sorted(e for b in per_file.values() for e in b["entries"]),
+        "files": {f: marshal.dumps(b) for f, b in per_file.items()},
+    }
 
 
 def _state_from_trace(trace: dict, summaries: list, live: set, stats: dict) -> Optional[dict]:
@@ -158,6 +175,7 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
         if live_file.get("run") != state.get("run"):
             return None
         live_in = live_file["files"]
+    res = None  # what proves a changed interface local: loaded for the first one
     for item, key in changed:
         if item[0] not in live_in:
             return None
@@ -166,18 +184,142 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
         # last analysis's findings are kept, so the ones before it run no rules.
         analyses = [item] + [item + (facts,) for facts, _old_key, _fp in entry[2]]
         expected = [entry[1]] + [fingerprint for _facts, _old_key, fingerprint in entry[2]]
-        data = None
-        for data, fingerprint in zip(_analyze_all(analyses, jobs), expected):
-            if interface_fingerprint(data) != fingerprint:
+        datas = list(_analyze_all(analyses, jobs))
+        fingerprints = [interface_fingerprint(d) for d in datas]
+        live = set(live_in[item[0]])
+        if fingerprints != expected:
+            if res is None:
+                res = cache.load_state(name + ".res")
+                if res.get("run") != state.get("run") or "files" not in res:
+                    return None
+            blob = res["files"].get(item[0])
+            if blob is None:
                 return None
+            boundary = marshal.loads(blob)
+            old_keys = [entry[0]] + [old_key for _facts, old_key, _fp in entry[2]]
+            live = _local_change(item[2], boundary, old_keys, datas, cache, res)
+            if live is None:
+                return None
+            res["files"][item[0]] = marshal.dumps(boundary)  # names the new calls look at
+            live_in[item[0]] = sorted(live)
         chain = [
             (facts, engine._cache_key(cache, item + (facts,), item[4]), fingerprint)
-            for facts, _old_key, fingerprint in entry[2]
+            for (facts, _old_key, _fp), fingerprint in zip(entry[2], fingerprints[1:])
         ]
-        known[item[0]] = [key, entry[1], chain, _local(data, set(live_in[item[0]])), entry[4]]
+        known[item[0]] = [key, fingerprints[0], chain, _local(datas[-1], live), entry[4]]
+    if res is not None:
+        # Interfaces changed: a new run id for the three files, the state (saved by the caller)
+        # last, so that a run that reads them while they are written sees a mismatch.
+        state["run"] = res["run"] = os.urandom(8).hex()
+        cache.save_state(name + ".live", {"run": state["run"], "files": live_in})
+        cache.save_state(name + ".res", res)
     with engine._gc_paused():
         summaries = [_local_summary(item, known[item[0]][3]) for item in work]
     return engine.enabled_findings(summaries, config), bool(changed) or stats_changed  # all live
+
+
+def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[dict], cache, res: dict) -> Optional[set]:
+    """The file's live functions when its changed interface provably changes nothing in other
+    files (see `lint.regions.boundaries`), else None. `datas`: its new analyses (alone, then with
+    each round's facts), `old_keys`: the cache keys of the analyses they replace.
+
+    Allowed, in every analysis: new functions under names no resolution looked at (not roots),
+    other calls made inside the file, and new imports under such names. Not allowed: a changed
+    class, compile target or removed function; tensors passed to, or calls of, other files'
+    functions that it did not make before (its facts would change); a changed return kind of a
+    function other files may call. Then, walking the new calls from each entry point of the
+    file, the calls that leave the file must still reach what they reached before, and
+    otherwise only entry points of other files (`res["entry_points"]`, from the last whole-tree
+    run, whose own edits keep them so): then every other file keeps its live functions."""
+    from dynalint import engine
+    from dynalint.lint.regions import referenced_names, walk_within
+
+    visited = set(boundary["visited"])
+    prefix = module + "."
+    tops = set(res["tops"])
+    for old_key, new in zip(old_keys, datas):
+        old = cache.get(old_key) or cache.get(old_key + engine.INTERFACE_ONLY)
+        if old is None or not _same_outside(old, new, prefix, visited, tops):
+            return None
+    final = datas[-1]["functions"]
+    memo = boundary["memo"]
+
+    def targets_of(fn: dict, edge: tuple) -> list:
+        found = memo.get((None if edge[0] == "name" else fn["cls"], tuple(edge)))
+        if found is not None:
+            return found
+        if edge[0] == "name" and edge[1] in final:
+            return [edge[1]]  # a function of this file: its own name, nothing to follow
+        if edge[0] != "name" and fn["cls"] is None:
+            return []
+        raise LookupError(edge)  # a call only the whole project can resolve
+
+    live: set = set()
+    entry_points: Optional[set] = None
+    try:
+        for start, exits in boundary["entries"].items():
+            if start not in final:
+                return None
+            inside, reached = walk_within(final, start, targets_of)
+            if not reached.issuperset(exits):
+                return None  # what only this call reached may no longer be live
+            if len(reached) > len(exits):
+                if entry_points is None:
+                    entry_points = set(res["entry_points"])
+                if not reached <= entry_points:
+                    return None
+            live |= inside
+    except LookupError:
+        return None
+    for new in datas:  # what resolving the new calls looks at, for the next edit
+        visited.update(n for n in referenced_names(new) if n.startswith(prefix))
+    boundary["visited"] = sorted(visited)
+    return live
+
+
+def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set) -> bool:
+    """Whether two analyses of one file show the other files the same thing (`_local_change`)."""
+    if old["classes"] != new["classes"] or old["compile_targets"] != new["compile_targets"]:
+        return False
+    if old["imports"] != new["imports"]:
+        for local in old["imports"].keys() | new["imports"].keys():
+            if old["imports"].get(local) != new["imports"].get(local):
+                alias = prefix + local
+                if any(n == alias or n.startswith(alias + ".") for n in visited):
+                    return False
+    if _project_part(old["call_hints"], tops) != _project_part(new["call_hints"], tops):
+        return False
+    before, after = old["functions"], new["functions"]
+    if before.keys() - after.keys():
+        return False
+    for q, fn in after.items():
+        was = before.get(q)
+        if was is None:
+            if fn["compile_root"] or q in visited:
+                return False
+        elif was != fn:
+            if any(was[k] != fn[k] for k in ("cls", "name", "compile_root", "disabled")):
+                return False
+            if was["returns_tensor"] != fn["returns_tensor"] and q in visited:
+                return False
+    return _external_calls(old, tops) == _external_calls(new, tops)
+
+
+def _project_part(hints: dict, tops: set) -> dict:
+    """Call hints for names that may resolve to a linted file (`torch.*`, `einops.*` never do)."""
+    return {k: v for k, v in hints.items() if k.partition(".")[0] in tops}
+
+
+def _external_calls(entry: dict, tops: set) -> set:
+    """Names called that may resolve to another linted file: the file's "returns" facts are
+    read off these."""
+    own = entry["functions"].keys() | entry["classes"].keys()
+    return {
+        e[1]
+        for fn in entry["functions"].values()
+        for e in fn["edges"]
+        if e[0] == "name" and e[1] not in own and e[1].partition(".")[0] in tops
+    }
 
 
 # Below this size a changed file's analyses run one after the other: starting a worker costs

@@ -32,6 +32,8 @@ class Project:
         self._module_cache: dict[str, bool] = {}
         self._mro_cache: dict[str, list[str]] = {}
         self._canonical_cache: dict[str, str] = {}
+        # When a set: every name a canonical() walk looked at (`boundaries` reads it).
+        self.visited: Optional[set[str]] = None
         self._subclasses: dict[str, list[str]] = {}
         for c in self.classes.values():
             for b in c.bases:
@@ -59,6 +61,9 @@ class Project:
                 name = f"{self.aliases[head]}.{last}"
                 continue
             break
+        if self.visited is not None:
+            self.visited.update(seen)
+            self.visited.add(name)
         return name
 
     # -- module-ness --------------------------------------------------------------------------
@@ -204,3 +209,98 @@ class Project:
                     if target not in seen:
                         queue.append(target)
         return seen
+
+
+def referenced_names(entry: dict) -> Iterable[str]:
+    """Every dotted name a summary entry (`FileSummary.to_cache`) asks the project to resolve."""
+    yield from entry["compile_targets"]
+    yield from entry.get("call_hints", ())
+    for c in entry["classes"].values():
+        yield from c["bases"]
+        for types in c["attr_types"].values():
+            yield from types
+    for f in entry["functions"].values():
+        for e in f["edges"]:
+            if e[0] == "name":
+                yield e[1]
+
+
+def boundaries(summaries: list[FileSummary], entries: Iterable[dict], live: set[str], extra_roots: Iterable[str] = ()) -> dict[str, dict]:
+    """What `dynalint.incremental` needs, per file, to prove that an edit of that file alone
+    changes nothing in any other file:
+
+    - "entries": the file's live functions that are roots or called from live functions of
+      other files, each with the functions of other files that the calls made inside the file
+      from it reach ("exits"). While each entry keeps its exits, the rest of the project sees
+      the file as before, so every other file keeps its live functions.
+    - "memo": the resolved targets of the calls its live functions make ((class, edge) ->
+      targets), so the file's new call graph can be walked without the other files.
+    - "visited": the names under the file's module that resolving any name of any file
+      (`entries`: every summary entry the run made, all rounds) looked at. A function added
+      under a name nobody looked at changes no resolution.
+    """
+    project = Project(summaries, extra_roots=extra_roots)
+    project.visited = set()
+    for entry in entries:
+        for name in referenced_names(entry):
+            project.canonical(name)
+    for r in project.extra_roots:
+        project.canonical(r)
+    file_of = {q: s.filename for s in summaries for q in s.functions}
+    out: dict[str, dict] = {s.filename: {"entries": {}, "memo": {}, "visited": []} for s in summaries}
+    starts: dict[str, set[str]] = {}
+    for r in project.roots():
+        if r in live:
+            starts.setdefault(file_of[r], set()).add(r)
+    for q in live:
+        fn = project.functions[q]
+        memo = out[file_of[q]]["memo"]
+        for edge in fn.edges:
+            key = (None if edge[0] == "name" else fn.cls, tuple(edge))
+            targets = memo.get(key)
+            if targets is None:
+                targets = memo[key] = project.resolve_edge(fn, edge)
+            for t in targets:
+                if t in live and file_of[t] != file_of[q]:
+                    starts.setdefault(file_of[t], set()).add(t)
+    by_file = {s.filename: s.functions for s in summaries}
+    for filename, entry_points in starts.items():
+        functions = by_file[filename]
+        memo = out[filename]["memo"]
+        for e in entry_points:
+            _, exits = walk_within(functions, e, lambda fn, edge: memo[(None if edge[0] == "name" else fn.cls, tuple(edge))])
+            out[filename]["entries"][e] = sorted(exits)
+    module_file = {s.module: s.filename for s in summaries}
+    for name in project.visited:
+        head = name
+        while "." in head:
+            head = head.rpartition(".")[0]
+            if head in module_file:
+                out[module_file[head]]["visited"].append(name)
+                break
+    return out
+
+
+def walk_within(functions: dict, start: str, targets_of) -> tuple[set[str], set[str]]:
+    """(functions of one file reached from `start` through calls inside it, the other files'
+    functions those calls reach), skipping disabled functions as `Project.reachable` does.
+    `functions`: the file's functions (FunctionInfo or their dicts); `targets_of(fn, edge)`:
+    an edge's resolved targets."""
+    inside: set[str] = set()
+    exits: set[str] = set()
+    queue = [start]
+    while queue:
+        q = queue.pop()
+        if q in inside:
+            continue
+        fn = functions[q]
+        if (fn["disabled"] if isinstance(fn, dict) else fn.disabled):
+            continue
+        inside.add(q)
+        for edge in fn["edges"] if isinstance(fn, dict) else fn.edges:
+            for t in targets_of(fn, edge):
+                if t in functions:
+                    queue.append(t)
+                else:
+                    exits.add(t)
+    return inside, exits

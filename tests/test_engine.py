@@ -152,10 +152,11 @@ def test_incremental_run_reanalyses_only_a_file_whose_interface_kept(tmp_path, m
     assert findings_incremental(root, cache_dir, jobs=relint_jobs) == warm and whole.count == 0  # the state was updated
 
 
-def test_analyses_without_rules_are_never_cached(tmp_path, monkeypatch):
+def test_analyses_without_rules_never_serve_as_full_entries(tmp_path, monkeypatch):
     """The fast path analyses model.py first alone without rules (its findings come from the
     analysis with ops.py's facts). Once ops.py stops returning a tensor, that first analysis is
-    model.py's last: a whole-tree run must not find it cached without its findings."""
+    model.py's last: a whole-tree run must not find it cached without its findings (it is
+    cached under a key of its own, for the next edit's comparison)."""
     write_tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/model.py": MODEL})
     root, cache_dir = tmp_path / "src", tmp_path / "cache"
     findings_incremental(root, cache_dir)
@@ -245,7 +246,7 @@ def test_concurrent_runs_share_the_cache_without_corrupting_it(tmp_path):
     packs = [p for p in files if p.parent.name == "packs"]
     states = [p for p in files if p.parent.name == "states"]
     entries = [p for p in files if p.parent.name not in ("packs", "runs", "states")]
-    assert len(packs) == 1 and entries and sorted(p.suffix for p in states) == ["", ".live"]
+    assert len(packs) == 1 and entries and sorted(p.suffix for p in states) == ["", ".live", ".res"]
     state = next(p for p in states if not p.suffix)
     assert cache.load_state(state.name)["files"].keys() == {f"pkg/{name}" for name in files_of(tmp_path / "pkg")}
     assert all(cache.get(p.name) is not None for p in entries)

@@ -1,0 +1,163 @@
+"""Edits that change a file's interface but nothing any other file sees are re-linted from that
+file alone (`dynalint.incremental._local_change`); every other interface change falls back to
+the whole tree. Each step of one editing session is checked against a run without any cache:
+the findings must be the same, and the path taken must be the expected one."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.test_engine import WholeTreeRuns, findings, findings_incremental, write_tree
+
+UTIL = """
+def loud(x):
+    print(x)
+
+def whisper(x):
+    breakpoint()
+"""
+OPS = """
+import torch
+from .util import loud
+
+def normalize(x):
+    return x / x.norm()
+
+def clip(x):
+    loud(torch.zeros(1))
+    return x.clamp(-1, 1)
+
+def gate(x, y=None):
+    if y is not None and y.sum() > 0:  # a graph break only once a caller passes a tensor as y
+        return x
+    return -x
+
+def report(x):
+    print(x)
+    loud(torch.zeros(1))  # as clip does: ops.py's call hints do not tell the two calls apart
+"""
+MODEL = """
+import torch
+from torch import nn
+from .ops import clip, gate, normalize
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(clip(x))
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x):
+        h = normalize(x)
+        h = self.block(h)
+        if h.mean() > 0:
+            h = h * 2
+        g = normalize(x)
+        if g.sum() > 0:  # a graph break only while normalize returns a tensor
+            h = gate(h)
+        return h
+
+def train_step(model, x):
+    loss = model(x).sum()
+    print(loss.item())
+    return loss
+"""
+
+LOCAL, WHOLE_TREE = "local", "whole tree"
+
+
+def _append(rel: str, text: str):
+    def edit(root: Path) -> None:
+        p = root / rel
+        p.write_text(p.read_text() + textwrap.dedent(text))
+    return edit
+
+
+def _replace(rel: str, old: str, new: str):
+    def edit(root: Path) -> None:
+        p = root / rel
+        text = p.read_text()
+        assert old in text, old
+        p.write_text(text.replace(old, new, 1))
+    return edit
+
+
+# (what the step does, the edit, the path it must take, a finding it must bring or None)
+STEPS = [
+    ("a new function nobody calls", _append("pkg/model.py", "\ndef scale(x):\n    return x * 2\n"), LOCAL, None),
+    ("forward calls it", _replace("pkg/model.py", "h = self.block(h)", "h = self.block(scale(h))"), LOCAL, None),
+    ("it prints now", _replace("pkg/model.py", "    return x * 2", "    print(x)\n    return x * 2"), LOCAL, ("pkg/model.py", "DYN101")),
+    ("it calls a new helper of its file", _append("pkg/model.py", "\ndef stop(x):\n    breakpoint()\n"), LOCAL, None),
+    ("...which is called", _replace("pkg/model.py", "    print(x)\n", "    print(x)\n    stop(x)\n"), LOCAL, ("pkg/model.py", "DYN102")),
+    ("a new import used in a live function", _replace("pkg/model.py", "import torch\n", "import math\nimport torch\n"), LOCAL, None),
+    ("a new function in the helpers' file", _append("pkg/ops.py", "\ndef twice(x):\n    return normalize(normalize(x))\n"), LOCAL, None),
+    # `show` does not exist yet: a call of an unknown name is no call edge, the interface stays
+    ("a function called from another file calls an unknown name",
+     _replace("pkg/ops.py", "    return x / x.norm()", "    show(x)\n    return x / x.norm()"), LOCAL, None),
+    ("...defined now: live through that entry point",
+     _append("pkg/ops.py", "\ndef show(x):\n    print(x.shape)\n"), LOCAL, ("pkg/ops.py", "DYN101")),
+    ("a function of the helpers' file changes its calls",
+     _replace("pkg/ops.py", "def twice(x):\n    return normalize(normalize(x))", "def twice(x):\n    return x"), LOCAL, None),
+    # normalize and clip are entry points of ops.py (called from model.py); clip calls util.loud
+    ("an entry point reaches another file's entry point through a function of its own",
+     _replace("pkg/ops.py", "    show(x)\n", "    show(x)\n    clip(x)\n"), LOCAL, None),
+    # exits are held to those of the last whole-tree run: back to them is still local
+    ("that call is dropped again",
+     _replace("pkg/ops.py", "    show(x)\n    clip(x)\n", "    show(x)\n"), LOCAL, ("pkg/util.py", "DYN101")),
+    # report still calls loud: only the walk from the entry points sees that loud is dead now
+    ("the last live call out of the file is dropped",
+     _replace("pkg/ops.py", "    loud(torch.zeros(1))\n    return x.clamp", "    return x.clamp"), WHOLE_TREE, None),
+    ("a new import of another file's function",
+     _replace("pkg/model.py", "from .ops import clip, gate, normalize", "from .ops import clip, gate, normalize, report"), LOCAL, None),
+    ("forward calls it", _replace("pkg/model.py", "        return h\n", "        report(h)\n        return h\n", ), WHOLE_TREE, ("pkg/ops.py", "DYN101")),
+    ("a tensor passed to another file's function where it was not",
+     _replace("pkg/model.py", "h = gate(h)", "h = gate(h, h)"), WHOLE_TREE, ("pkg/ops.py", "DYN120")),
+    ("a function is removed", _replace("pkg/model.py", "\ndef stop(x):\n    breakpoint()\n", "\n"), WHOLE_TREE, None),
+    ("a method is added", _replace("pkg/model.py", "        return self.proj(clip(x))", "        return self.proj(clip(x))\n\n    def extra(self):\n        return 1"), WHOLE_TREE, None),
+    ("a compiled function is added", _append("pkg/model.py", "\n@torch.compile\ndef fast(x):\n    print(x)\n    return x\n"), WHOLE_TREE, ("pkg/model.py", "DYN101")),
+    ("a helper no longer returns a tensor", _replace("pkg/ops.py", "    return x / x.norm()", "    return 1"), WHOLE_TREE, None),
+    # names model.py looks for in ops.py before ops.py has them
+    ("forward calls names ops.py does not define yet",
+     _replace("pkg/model.py", "        report(h)\n", "        report(h)\n        later(h)\n        shout(h)\n"), LOCAL, None),
+    ("...imported",
+     _replace("pkg/model.py", "from .ops import clip, gate, normalize, report", "from .ops import clip, gate, later, normalize, report, shout"), WHOLE_TREE, None),
+    ("...one defined now", _append("pkg/ops.py", "\ndef later(x):\n    breakpoint()\n"), WHOLE_TREE, ("pkg/ops.py", "DYN102")),
+    ("...the other imported from util.py now",
+     _replace("pkg/ops.py", "from .util import loud\n", "from .util import loud\nfrom .util import whisper as shout\n"),
+     WHOLE_TREE, ("pkg/util.py", "DYN102")),
+]
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    root = tmp_path_factory.mktemp("src")
+    cache_dir = tmp_path_factory.mktemp("cache")
+    write_tree(root, {"pkg/__init__.py": "", "pkg/util.py": UTIL, "pkg/ops.py": OPS, "pkg/model.py": MODEL})
+    findings_incremental(root, cache_dir)
+    return root, cache_dir
+
+
+@pytest.mark.parametrize("step", STEPS, ids=[s[0] for s in STEPS])
+def test_each_edit_gives_the_findings_of_a_run_without_cache(session, monkeypatch, step):
+    root, cache_dir = session
+    _what, edit, path, brings = step
+    edit(root)
+    whole = WholeTreeRuns(monkeypatch)
+    warm = findings_incremental(root, cache_dir)
+    assert warm == findings(root, None)
+    assert (whole.count == 0) == (path == LOCAL), f"expected the {path} path"
+    if brings is not None:
+        assert brings in [(f[0], f[3]) for f in warm]
+    if _what == "the last live call out of the file is dropped":
+        assert "pkg/util.py" not in [f[0] for f in warm]
+    assert findings_incremental(root, cache_dir) == warm and whole.count <= 1  # the state was kept
