@@ -223,9 +223,9 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
     files (see `lint.regions.boundaries`), else None. `datas`: its new analyses (alone, then with
     each round's facts), `old_keys`: the cache keys of the analyses they replace.
 
-    Allowed, in every analysis: new functions under names no resolution looked at (not roots),
-    other calls made inside the file, and new imports under such names. Not allowed: a changed
-    class, compile target or removed function; tensors passed to, or calls of, other files'
+    Allowed, in every analysis: new or removed functions under names no resolution looked at
+    (not roots), other calls made inside the file, and new imports under such names. Not
+    allowed: a changed class or compile target; tensors passed to, or calls of, other files'
     functions that it did not make before (its facts would change); a changed return kind of a
     function other files may call. Then, walking the new calls from each entry point of the
     file, the calls that leave the file must still reach what they reached before, and
@@ -290,8 +290,9 @@ def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set) ->
     if _project_part(old["call_hints"], tops) != _project_part(new["call_hints"], tops):
         return False
     before, after = old["functions"], new["functions"]
-    if before.keys() - after.keys():
-        return False
+    for q in before.keys() - after.keys():  # removed: as a new one, under a name nobody looked at
+        if before[q]["compile_root"] or q in visited:
+            return False
     for q, fn in after.items():
         was = before.get(q)
         if was is None:
