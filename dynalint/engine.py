@@ -362,7 +362,8 @@ def analyze_files(
                     trace.update(keys=dict(keys), first=dict(results), rounds={})
                 summaries = [FileSummary.from_cache(results[f.display]) for f in files]
                 rounds = trace["rounds"] if trace is not None else None
-                summaries = _apply_external_hints(summaries, work, runner, run_cache, final_keys, trace=rounds)
+                visited = trace.setdefault("visited", set()) if trace is not None else None
+                summaries = _apply_external_hints(summaries, work, runner, run_cache, final_keys, trace=rounds, visited=visited)
                 if record is not None:
                     record.store_final([final_keys[f.display] for f in files])
     if run_cache is not None:
@@ -461,11 +462,13 @@ def _apply_external_hints(
     final_keys: Optional[dict] = None,
     rounds: int = 3,
     trace: Optional[dict] = None,
+    visited: Optional[set] = None,
 ) -> list:
     """Analyse again the files that learn from other files: tensors passed to their functions,
     tensors returned by the functions they import; a few rounds cover helpers calling helpers.
     Each round's facts come from the summaries at its start, so its files run in parallel.
-    `trace` gets, per file analysed again, [(facts, key, entry), ...] in round order."""
+    `trace` gets, per file analysed again, [(facts, key, entry), ...] in round order; `visited`,
+    every name the rounds' resolution looked at."""
     from dynalint.lint.summary import FileSummary
     from dynalint.lint.hints import cross_file_facts
 
@@ -475,7 +478,7 @@ def _apply_external_hints(
     for _ in range(rounds):
         batch = []
         with _gc_paused():
-            facts = cross_file_facts(summaries)
+            facts = cross_file_facts(summaries, visited)
         for filename, hints in sorted(facts.items()):
             if used.get(filename) == hints or filename not in item_of:
                 continue
@@ -496,15 +499,19 @@ def _apply_external_hints(
     return summaries
 
 
-def live_functions(summaries, config: Config, extra_roots: Iterable[str] = ()) -> set[str]:
-    """Phase 2: the functions reachable from compile roots (the run record's, when it has them)."""
+def live_functions(summaries, config: Config, extra_roots: Iterable[str] = (), walk: Optional[dict] = None) -> set[str]:
+    """Phase 2: the functions reachable from compile roots (the run record's, when it has them).
+    `walk`: always walk, and fill it as `Project.reachable` does, plus the project ("project")."""
     from dynalint.lint.regions import Project
 
     roots = tuple(config.extra_roots) + tuple(extra_roots)
     record = getattr(summaries, "record", None)
-    live = record.live(summaries, roots) if record is not None else None
+    live = record.live(summaries, roots) if record is not None and walk is None else None
     if live is None:
-        live = Project(summaries, extra_roots=roots).reachable()
+        project = Project(summaries, extra_roots=roots, visited=walk.get("visited") if walk is not None else None)
+        live = project.reachable(walk)
+        if walk is not None:
+            walk["project"] = project
         if record is not None and record.members:
             record.store_live(roots, live)
     return live

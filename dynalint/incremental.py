@@ -95,25 +95,25 @@ def lint_tree(
     summaries = engine.analyze_files(
         files, config, jobs=jobs, cache_dir=Path(cache_dir), progress=progress, trace=trace, known_keys=known_keys
     )
-    live = engine.live_functions(summaries, config)
+    walk = {"visited": trace.get("visited", set())}  # the names the rounds looked at, and more
+    live = engine.live_functions(summaries, config, walk=walk)
     new_state = _state_from_trace(trace, summaries, live, stats)
     if new_state is not None:
         # Three files, each written atomically, the state last: the run id pairs them, so that a
         # run reading the state of one concurrent run and the others of another notices.
         live_in = {s.filename: [q for q in s.functions if q in live] for s in summaries}
         cache.save_state(name + ".live", {"run": new_state["run"], "files": live_in})
-        cache.save_state(name + ".res", _boundaries_state(new_state["run"], summaries, trace, live, config))
+        cache.save_state(name + ".res", _boundaries_state(new_state["run"], summaries, walk, live))
         cache.save_state(name, new_state)
     return engine.select_findings(summaries, config, live=live)
 
 
-def _boundaries_state(run: str, summaries: list, trace: dict, live: set, config: Config) -> dict:
+def _boundaries_state(run: str, summaries: list, walk: dict, live: set) -> dict:
     """Per file, what proves an edit of its interface local (`lint.regions.boundaries`), each
     file's part marshalled on its own: a run loads the whole, then decodes the changed files'."""
     from dynalint.lint.regions import boundaries
 
-    entries = list(trace["first"].values()) + [e for chain in trace["rounds"].values() for _f, _k, e in chain]
-    per_file = boundaries(summaries, entries, live, extra_roots=tuple(config.extra_roots))
+    per_file = boundaries(walk["project"], live, walk, walk["visited"])
     return {
         "run": run,
         "tops": sorted({s.module.split(".")[0] for s in summaries}),

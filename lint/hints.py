@@ -9,7 +9,7 @@ the engine can analyse again the few files that gain from them.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
 from .summary import FileSummary
 from .kinds import P, T
@@ -18,11 +18,12 @@ from .regions import Project
 Hints = dict[str, dict[str, str]]  # function qualname -> {position (str) or keyword: kind}
 
 
-def cross_file_facts(summaries: Iterable[FileSummary]) -> dict[str, dict]:
+def cross_file_facts(summaries: Iterable[FileSummary], visited: Optional[set] = None) -> dict[str, dict]:
     """filename -> {"hints": parameter hints its functions receive from calls in other files,
-    "returns": dotted names it calls, defined in other files, that return tensors}."""
+    "returns": dotted names it calls, defined in other files, that return tensors}.
+    `visited`: gets every name resolution looked at (`Project`)."""
     summaries = list(summaries)
-    project = Project(summaries)
+    project = Project(summaries, visited=visited)
     file_of = {q: s.filename for s in summaries for q in s.functions}
     out: dict[str, dict] = {}
 

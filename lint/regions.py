@@ -16,7 +16,7 @@ from .kinds import NON_MODULE_BASES
 
 
 class Project:
-    def __init__(self, summaries: Iterable[FileSummary], extra_roots: Iterable[str] = ()):
+    def __init__(self, summaries: Iterable[FileSummary], extra_roots: Iterable[str] = (), visited: Optional[set] = None):
         self.summaries = list(summaries)
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, FunctionInfo] = {}
@@ -32,8 +32,8 @@ class Project:
         self._module_cache: dict[str, bool] = {}
         self._mro_cache: dict[str, list[str]] = {}
         self._canonical_cache: dict[str, str] = {}
-        # When a set: every name a canonical() walk looked at (`boundaries` reads it).
-        self.visited: Optional[set[str]] = None
+        # When a set: gets every name a canonical() walk looks at (`boundaries` reads it).
+        self.visited = visited
         self._subclasses: dict[str, list[str]] = {}
         for c in self.classes.values():
             for b in c.bases:
@@ -193,9 +193,14 @@ class Project:
             return []
         return []
 
-    def reachable(self) -> set[str]:
+    def reachable(self, walk: Optional[dict] = None) -> set[str]:
+        """The live functions. `walk`, when given, gets the roots ("roots") and, per live
+        function, its edges with their targets (for `boundaries`)."""
         seen: set[str] = set()
-        queue = deque(self.roots())
+        roots = self.roots()
+        if walk is not None:
+            walk["roots"] = roots
+        queue = deque(roots)
         while queue:
             q = queue.popleft()
             if q in seen or q not in self.functions:
@@ -204,8 +209,12 @@ class Project:
             if fn.disabled:
                 continue
             seen.add(q)
+            resolved = walk.setdefault(q, []) if walk is not None else None
             for edge in fn.edges:
-                for target in self.resolve_edge(fn, edge):
+                targets = self.resolve_edge(fn, edge)
+                if resolved is not None:
+                    resolved.append((edge, targets))
+                for target in targets:
                     if target not in seen:
                         queue.append(target)
         return seen
@@ -225,53 +234,43 @@ def referenced_names(entry: dict) -> Iterable[str]:
                 yield e[1]
 
 
-def boundaries(summaries: list[FileSummary], entries: Iterable[dict], live: set[str], extra_roots: Iterable[str] = ()) -> dict[str, dict]:
+def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[str]) -> dict[str, dict]:
     """What `dynalint.incremental` needs, per file, to prove that an edit of that file alone
-    changes nothing in any other file:
+    changes nothing in any other file. `walk`: what `project.reachable(walk)` recorded;
+    `visited`: every name the run's projects (cross-file rounds and reachability) looked at.
 
     - "entries": the file's live functions that are roots or called from live functions of
       other files, each with the functions of other files that the calls made inside the file
-      from it reach ("exits"). While each entry keeps its exits, the rest of the project sees
-      the file as before, so every other file keeps its live functions.
+      from it reach ("exits"). While each entry reaches at least those, and otherwise only
+      other entries, the rest of the project sees the file as before: every other file keeps
+      its live functions.
     - "memo": the resolved targets of the calls its live functions make ((class, edge) ->
-      targets), so the file's new call graph can be walked without the other files.
-    - "visited": the names under the file's module that resolving any name of any file
-      (`entries`: every summary entry the run made, all rounds) looked at. A function added
-      under a name nobody looked at changes no resolution.
+      targets), so that the file's new call graph can be walked without the other files.
+    - "visited": the names under the file's module that resolution looked at. A function
+      added or removed under a name nobody looked at changes no resolution.
     """
-    project = Project(summaries, extra_roots=extra_roots)
-    project.visited = set()
-    for entry in entries:
-        for name in referenced_names(entry):
-            project.canonical(name)
-    for r in project.extra_roots:
-        project.canonical(r)
-    file_of = {q: s.filename for s in summaries for q in s.functions}
-    out: dict[str, dict] = {s.filename: {"entries": {}, "memo": {}, "visited": []} for s in summaries}
+    file_of = {q: s.filename for s in project.summaries for q in s.functions}
+    out: dict[str, dict] = {s.filename: {"entries": {}, "memo": {}, "visited": []} for s in project.summaries}
     starts: dict[str, set[str]] = {}
-    for r in project.roots():
+    for r in walk["roots"]:
         if r in live:
             starts.setdefault(file_of[r], set()).add(r)
     for q in live:
         fn = project.functions[q]
-        memo = out[file_of[q]]["memo"]
-        for edge in fn.edges:
-            key = (None if edge[0] == "name" else fn.cls, tuple(edge))
-            targets = memo.get(key)
-            if targets is None:
-                targets = memo[key] = project.resolve_edge(fn, edge)
+        home = file_of[q]
+        memo = out[home]["memo"]
+        for edge, targets in walk[q]:
+            memo[(None if edge[0] == "name" else fn.cls, tuple(edge))] = targets
             for t in targets:
-                if t in live and file_of[t] != file_of[q]:
+                if t in live and file_of[t] != home:
                     starts.setdefault(file_of[t], set()).add(t)
-    by_file = {s.filename: s.functions for s in summaries}
-    for filename, entry_points in starts.items():
-        functions = by_file[filename]
-        memo = out[filename]["memo"]
-        for e in entry_points:
-            _, exits = walk_within(functions, e, lambda fn, edge: memo[(None if edge[0] == "name" else fn.cls, tuple(edge))])
-            out[filename]["entries"][e] = sorted(exits)
-    module_file = {s.module: s.filename for s in summaries}
-    for name in project.visited:
+    for s in project.summaries:
+        memo = out[s.filename]["memo"]
+        for e in starts.get(s.filename, ()):
+            _, exits = walk_within(s.functions, e, lambda fn, edge: memo[(None if edge[0] == "name" else fn.cls, tuple(edge))])
+            out[s.filename]["entries"][e] = sorted(exits)
+    module_file = {s.module: s.filename for s in project.summaries}
+    for name in visited:
         head = name
         while "." in head:
             head = head.rpartition(".")[0]
