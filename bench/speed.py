@@ -16,7 +16,9 @@ Runs, each a fresh process, stdout thrown away, median wall time of `--runs`:
                      one run that filled the cache: nothing changed
   dynalint 1 changed the same, after appending a comment to one big model file before each run
                      (the file's interface is unchanged: only it is analysed again)
-  ... new def        the same, appending a new function instead (its interface changed: the
+  ... new def        the same, appending a new function instead (its interface changed, but
+                     nothing other files see: still only it is analysed again)
+  ... new class      the same, appending a new class (it could be another file's base: the
                      cross-file phases run over the whole tree again)
   ruff               `ruff check --select ALL --no-cache TREE`
   parse: ast/libcst  with --parse-every N: CPU time of parsing every Nth file in this process
@@ -242,9 +244,16 @@ def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path) -> list[Row]:
     def add_function(i: int) -> None:
         changed.write_text(original + f"\n\ndef edited_for_run_{i}_{time.time_ns()}(x):\n    return x\n", encoding="utf-8")
 
-    # A new function changes what other files can see of this one: the whole-tree path.
+    # A new function changes the file's interface, but nothing another file sees: still local.
     row = Row("dynalint 1 changed, new def", tree.name, tree.files, tree.lines, note=note)
     rows.append(measure(row, cmd, work, runs, before_each=add_function))
+
+    def add_class(i: int) -> None:
+        changed.write_text(original + f"\n\nclass EditedForRun{i}_{time.time_ns()}:\n    pass\n", encoding="utf-8")
+
+    # A new class may be a base of other files' classes: the whole-tree path.
+    row = Row("dynalint 1 changed, new class", tree.name, tree.files, tree.lines, note=note)
+    rows.append(measure(row, cmd, work, runs, before_each=add_class))
     changed.write_text(original, encoding="utf-8")
     return rows
 

@@ -13,9 +13,18 @@ trust, as git treats "racily clean" files); a file whose key is unchanged keeps 
 A changed file is analysed again, alone and with the same facts as in each round last time (a
 big file's analyses side by side in forked workers); if each analysis gives the interface it
 gave last time, every other file's facts, analyses and reachability are the same as last time
-by induction over the rounds, so only the changed file's findings are new. Otherwise (a call
-was added, a base changed, a file appeared), the run falls back to the whole-tree path, which
-writes a new state.
+by induction over the rounds, so only the changed file's findings are new.
+
+An interface that changed may still change nothing that other files see: a new helper called
+only from the file's own functions, a new import, calls between the file's functions. The
+whole-tree run also keeps, per file, its entry points (live functions that are roots or called
+from other files) with the functions of other files their calls reach, the resolved targets of
+its live functions' calls, and the names under its module that resolution looked at
+(`lint.regions.boundaries`, the ".res" state); `_local_change` proves such an edit local from
+those and the file's new analyses alone, and walks the file's new calls from its entry points
+for its live functions. Otherwise (a class or base changed, a call of another file's function
+was added, a file appeared), the run falls back to the whole-tree path, which writes a new
+state.
 """
 
 from __future__ import annotations
@@ -331,24 +340,21 @@ PARALLEL_MIN_CHARS = 40_000
 def _analyze_all(analyses: list[tuple], jobs: int) -> Iterable[dict]:
     """The entries of one file's analyses (work items that differ only in their facts), in order.
     All but the last are interface-only. A big file's analyses run side by side in forked
-    workers, which inherit the tree parsed here (the analyzer keeps the last two texts' trees)."""
+    workers, which inherit the tree parsed and the module level scanned here (the analyzer keeps
+    the last two texts')."""
     from dynalint import engine
 
     last = len(analyses) - 1
     jobs = jobs or os.cpu_count() or 1
     text = analyses[0][4]
     if last == 0 or jobs < 2 or text is None or len(text) < PARALLEL_MIN_CHARS or not hasattr(os, "fork"):
-        # one by one, so that a changed interface stops the check at the first analysis
-        return (engine._analyze_one(a, interface_only=i < last)[1] for i, a in enumerate(analyses))
+        return [engine._analyze_one(a, interface_only=i < last)[1] for i, a in enumerate(analyses)]
     import concurrent.futures as cf
     import multiprocessing as mp
 
-    from dynalint.lint.analyzer import _parse_module
+    from dynalint.lint.analyzer import prepare
 
-    try:
-        _parse_module(text)
-    except Exception:  # a syntax error is the analysis's to report
-        pass
+    prepare(text, analyses[0][0], analyses[0][2], analyses[0][3])
     with cf.ProcessPoolExecutor(max_workers=min(jobs - 1, last), mp_context=mp.get_context("fork")) as pool:
         futures = [pool.submit(engine._analyze_one, a, True) for a in analyses[:last]]
         final = engine._analyze_one(analyses[last])[1]  # the one with rules, here meanwhile

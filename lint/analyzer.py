@@ -268,7 +268,13 @@ class FileAnalyzer:
         return self.summary
 
     def _collect_module_level(self) -> None:
-        """Loggers and torch.compile(fn) targets anywhere in the file."""
+        """Loggers and torch.compile(fn) targets anywhere in the file: a function of the tree and
+        the module name only, so the analyses of one text with different facts share it."""
+        for module, name, found in _MODULE_SCANS:
+            if module is self.module and name == self.summary.module:
+                self.logger_names, self.compile_called_names = set(found[0]), set(found[2])
+                self.summary.compile_targets = list(found[1])
+                return
         collector = _ModuleScan(self)
         if self.source is not None and not _COMPILE_WORD.search(self.source):
             # A call of torch.compile needs the word `compile` in the file; loggers are assigned in
@@ -276,8 +282,11 @@ class FileAnalyzer:
             for node in fastcst.iter_nodes(self.module, descend=fastcst.STATEMENT_CONTAINERS):
                 if type(node) is cst.Assign:
                     collector.visit_Assign(node)
-            return
-        fastcst.visit(self.module, collector)
+        else:
+            fastcst.visit(self.module, collector)
+        found = (tuple(self.logger_names), tuple(self.summary.compile_targets), tuple(self.compile_called_names))
+        _MODULE_SCANS.append((self.module, self.summary.module, found))
+        del _MODULE_SCANS[:-2]
 
     def _declare(self, stmt: cst.CSTNode, prefix: str, cls: Optional[str]) -> None:
         if isinstance(stmt, cst.ClassDef):
@@ -479,6 +488,8 @@ def _iter_nodes(root: cst.CSTNode):
 
 
 _COMPILE_WORD = re.compile(r"\bcompile\b")
+# The last module scans (tree, module name, what it found), for the trees `_PARSED` keeps.
+_MODULE_SCANS: list[tuple[cst.Module, str, tuple]] = []
 
 
 class _ModuleScan(cst.CSTVisitor):
@@ -1317,6 +1328,19 @@ def _parse_module(source: str) -> cst.Module:
     _PARSED.append((source, module))
     del _PARSED[:-2]
     return module
+
+
+def prepare(source: str, filename: str, module_name: str, is_package: bool) -> None:
+    """Parse `source` and scan its module level as `analyze_source` would, keeping both for the
+    analyses of the same text that follow (forked workers inherit them)."""
+    try:
+        module = _parse_module(source)
+    except (cst.ParserSyntaxError, RecursionError):
+        return  # the analysis reports it
+    fa = FileAnalyzer(module, filename, module_name, is_package, AnalyzerOptions())
+    fa.source = source
+    fa.collect_imports()
+    fa._collect_module_level()
 
 
 def analyze_source(
