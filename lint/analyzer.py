@@ -243,12 +243,7 @@ class FileAnalyzer:
 
     # -- main -------------------------------------------------------------------------------
     def run(self) -> FileSummary:
-        self._class_names = {s.name.value for s in self.module.body if isinstance(s, cst.ClassDef)}
-        for stmt in self.module.body:
-            if isinstance(stmt, cst.FunctionDef):
-                self.local_functions[stmt.name.value] = stmt
-        self.collect_imports()
-        self._collect_module_level()
+        self.scan_module_level()
         self.defs: list[tuple[cst.FunctionDef, str, Optional[str]]] = []
         for stmt in self.module.body:
             self._declare(stmt, prefix=self.summary.module, cls=None)
@@ -266,6 +261,15 @@ class FileAnalyzer:
             info.returns_tensor = bool(self.returns_tensor.get(qual))
         self._resolve_positions()
         return self.summary
+
+    def scan_module_level(self) -> None:
+        """Names defined and imported at module level, loggers, torch.compile targets."""
+        self._class_names = {s.name.value for s in self.module.body if isinstance(s, cst.ClassDef)}
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                self.local_functions[stmt.name.value] = stmt
+        self.collect_imports()
+        self._collect_module_level()
 
     def _collect_module_level(self) -> None:
         """Loggers and torch.compile(fn) targets anywhere in the file: a function of the tree and
@@ -1339,8 +1343,7 @@ def prepare(source: str, filename: str, module_name: str, is_package: bool) -> N
         return  # the analysis reports it
     fa = FileAnalyzer(module, filename, module_name, is_package, AnalyzerOptions())
     fa.source = source
-    fa.collect_imports()
-    fa._collect_module_level()
+    fa.scan_module_level()
 
 
 def analyze_source(

@@ -42,6 +42,8 @@ def report(x):
 MODEL = """
 import torch
 from torch import nn
+
+SCALE = float("2.0")  # a module-level call of a name that is not imported
 from .ops import clip, gate, normalize
 
 class Block(nn.Module):
@@ -139,26 +141,33 @@ STEPS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory):
+@pytest.fixture(scope="module", params=["serial", "parallel"])
+def session(request, tmp_path_factory):
+    """One editing session per way of running a changed file's analyses: one after the other,
+    or side by side in forked workers (as for a big file; forced here for small ones)."""
     root = tmp_path_factory.mktemp("src")
     cache_dir = tmp_path_factory.mktemp("cache")
     write_tree(root, {"pkg/__init__.py": "", "pkg/util.py": UTIL, "pkg/ops.py": OPS, "pkg/model.py": MODEL})
     findings_incremental(root, cache_dir)
-    return root, cache_dir
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "parallel":
+            import dynalint.incremental
+
+            patch.setattr(dynalint.incremental, "PARALLEL_MIN_CHARS", 0)
+        yield root, cache_dir, 1 if request.param == "serial" else 2
 
 
 @pytest.mark.parametrize("step", STEPS, ids=[s[0] for s in STEPS])
 def test_each_edit_gives_the_findings_of_a_run_without_cache(session, monkeypatch, step):
-    root, cache_dir = session
+    root, cache_dir, jobs = session
     _what, edit, path, brings = step
     edit(root)
     whole = WholeTreeRuns(monkeypatch)
-    warm = findings_incremental(root, cache_dir)
+    warm = findings_incremental(root, cache_dir, jobs=jobs)
     assert warm == findings(root, None)
     assert (whole.count == 0) == (path == LOCAL), f"expected the {path} path"
     if brings is not None:
         assert brings in [(f[0], f[3]) for f in warm]
     if _what == "the last live call out of the file is dropped":
         assert "pkg/util.py" not in [f[0] for f in warm]
-    assert findings_incremental(root, cache_dir) == warm and whole.count <= 1  # the state was kept
+    assert findings_incremental(root, cache_dir, jobs=jobs) == warm and whole.count <= 1  # the state was kept
