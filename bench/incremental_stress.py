@@ -11,7 +11,11 @@ per-file entries), and compares the findings. The edits accumulate; the copy is 
 It prints each step's path (local or whole tree) and time, and the mismatches (there must be
 none).
 """
-import ast, os, random, sys, time, shutil
+import ast
+import os
+import random
+import sys
+import time
 from pathlib import Path
 from dynalint.check import CheckOptions, effective_config, collect_files
 from dynalint import engine, incremental

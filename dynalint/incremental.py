@@ -241,7 +241,7 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
     otherwise only entry points of other files (`res["entry_points"]`, from the last whole-tree
     run, whose own edits keep them so): then every other file keeps its live functions."""
     from dynalint import engine
-    from dynalint.lint.regions import referenced_names, walk_within
+    from dynalint.lint.regions import memo_key, referenced_names, walk_within
 
     visited = set(boundary["visited"])
     prefix = module + "."
@@ -254,7 +254,7 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
     memo = boundary["memo"]
 
     def targets_of(fn: dict, edge: tuple) -> list:
-        found = memo.get((None if edge[0] == "name" else fn["cls"], tuple(edge)))
+        found = memo.get(memo_key(fn["cls"], edge))
         if found is not None:
             return found
         if edge[0] == "name" and edge[1] in final:

@@ -274,11 +274,12 @@ class FileAnalyzer:
     def _collect_module_level(self) -> None:
         """Loggers and torch.compile(fn) targets anywhere in the file: a function of the tree and
         the module name only, so the analyses of one text with different facts share it."""
-        for module, name, found in _MODULE_SCANS:
-            if module is self.module and name == self.summary.module:
-                self.logger_names, self.compile_called_names = set(found[0]), set(found[2])
-                self.summary.compile_targets = list(found[1])
-                return
+        scans = _scans_of(self.module)
+        found = scans.get(self.summary.module)
+        if found is not None:
+            self.logger_names, self.compile_called_names = set(found[0]), set(found[2])
+            self.summary.compile_targets = list(found[1])
+            return
         collector = _ModuleScan(self)
         if self.source is not None and not _COMPILE_WORD.search(self.source):
             # A call of torch.compile needs the word `compile` in the file; loggers are assigned in
@@ -288,9 +289,9 @@ class FileAnalyzer:
                     collector.visit_Assign(node)
         else:
             fastcst.visit(self.module, collector)
-        found = (tuple(self.logger_names), tuple(self.summary.compile_targets), tuple(self.compile_called_names))
-        _MODULE_SCANS.append((self.module, self.summary.module, found))
-        del _MODULE_SCANS[:-2]
+        scans[self.summary.module] = (
+            tuple(self.logger_names), tuple(self.summary.compile_targets), tuple(self.compile_called_names)
+        )
 
     def _declare(self, stmt: cst.CSTNode, prefix: str, cls: Optional[str]) -> None:
         if isinstance(stmt, cst.ClassDef):
@@ -492,8 +493,6 @@ def _iter_nodes(root: cst.CSTNode):
 
 
 _COMPILE_WORD = re.compile(r"\bcompile\b")
-# The last module scans (tree, module name, what it found), for the trees `_PARSED` keeps.
-_MODULE_SCANS: list[tuple[cst.Module, str, tuple]] = []
 
 
 class _ModuleScan(cst.CSTVisitor):
@@ -1300,7 +1299,8 @@ def parse_noqa(source: str) -> dict[int, Optional[list[str]]]:
 # The last few texts parsed in this process: the engine's cross-file rounds analyse a file again
 # with what other files told it (`lint/hints.py`), and a file changed in a warm tree goes through
 # up to three such analyses in one run; libcst trees are immutable, so they can be shared.
-_PARSED: list[tuple[str, cst.Module]] = []
+# Each with its module-level scans (module name -> what `_collect_module_level` found).
+_PARSED: list[tuple[str, cst.Module, dict]] = []
 
 
 def parse_unvalidated(source: str) -> cst.Module:
@@ -1325,13 +1325,21 @@ def _no_validation(self) -> None:
 
 
 def _parse_module(source: str) -> cst.Module:
-    for text, module in _PARSED:
+    for text, module, _scans in _PARSED:
         if text == source:
             return module
     module = parse_unvalidated(source)
-    _PARSED.append((source, module))
+    _PARSED.append((source, module, {}))
     del _PARSED[:-2]
     return module
+
+
+def _scans_of(module: cst.Module) -> dict:
+    """The module-level scans kept with a tree `_PARSED` holds (a throwaway dict otherwise)."""
+    for _text, kept, scans in _PARSED:
+        if kept is module:
+            return scans
+    return {}
 
 
 def prepare(source: str, filename: str, module_name: str, is_package: bool) -> None:

@@ -195,11 +195,13 @@ class Project:
 
     def reachable(self, walk: Optional[dict] = None) -> set[str]:
         """The live functions. `walk`, when given, gets the roots ("roots") and, per live
-        function, its edges with their targets (for `boundaries`)."""
+        function, its edges with their targets ("calls", for `boundaries`)."""
         seen: set[str] = set()
         roots = self.roots()
+        calls: Optional[dict] = None
         if walk is not None:
             walk["roots"] = roots
+            calls = walk["calls"] = {}
         queue = deque(roots)
         while queue:
             q = queue.popleft()
@@ -209,7 +211,7 @@ class Project:
             if fn.disabled:
                 continue
             seen.add(q)
-            resolved = walk.setdefault(q, []) if walk is not None else None
+            resolved = calls.setdefault(q, []) if calls is not None else None
             for edge in fn.edges:
                 targets = self.resolve_edge(fn, edge)
                 if resolved is not None:
@@ -232,6 +234,12 @@ def referenced_names(entry: dict) -> Iterable[str]:
         for e in f["edges"]:
             if e[0] == "name":
                 yield e[1]
+
+
+def memo_key(cls: Optional[str], edge) -> tuple:
+    """The key of an edge's resolved targets in a file's memo (`boundaries`): a call by name
+    resolves the same from any function, the others depend on the caller's class."""
+    return (None if edge[0] == "name" else cls, tuple(edge))
 
 
 def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[str]) -> dict[str, dict]:
@@ -259,15 +267,15 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
         fn = project.functions[q]
         home = file_of[q]
         memo = out[home]["memo"]
-        for edge, targets in walk[q]:
-            memo[(None if edge[0] == "name" else fn.cls, tuple(edge))] = targets
+        for edge, targets in walk["calls"][q]:
+            memo[memo_key(fn.cls, edge)] = targets
             for t in targets:
                 if t in live and file_of[t] != home:
                     starts.setdefault(file_of[t], set()).add(t)
     for s in project.summaries:
         memo = out[s.filename]["memo"]
         for e in starts.get(s.filename, ()):
-            _, exits = walk_within(s.functions, e, lambda fn, edge: memo[(None if edge[0] == "name" else fn.cls, tuple(edge))])
+            _, exits = walk_within(s.functions, e, lambda fn, edge: memo[memo_key(fn.cls, edge)])
             out[s.filename]["entries"][e] = sorted(exits)
     module_file = {s.module: s.filename for s in project.summaries}
     for name in visited:
