@@ -42,10 +42,10 @@ class AnalyzerOptions:
 def dotted(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` -> "a.b.c"; anything else -> None."""
     parts = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
@@ -53,14 +53,14 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
 
 def _terminates(block: cst.BaseSuite) -> bool:
     """Does this block always leave the function (return/raise as its last statement)?"""
-    if isinstance(block, cst.IndentedBlock):
+    if type(block) is cst.IndentedBlock:
         if not block.body:
             return False
         last = block.body[-1]
     else:
         last = block
-    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-        return any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
+    if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
+        return any(type(s) in (cst.Return, cst.Raise) for s in last.body)
     return False
 
 
@@ -76,19 +76,19 @@ TENSOR_TYPE_NAMES = frozenset(
 
 def _union_members(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     """`A | B`, `Optional[A]`, `Union[A, B]` -> [A, B] (None dropped); anything else -> [node]."""
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.BitOr:
         return _union_members(node.left) + _union_members(node.right)
-    if isinstance(node, cst.Subscript):
+    if type(node) is cst.Subscript:
         head = dotted(node.value) or ""
         if head.split(".")[-1] in ("Optional", "Union"):
             out = []
             for el in node.slice:
-                if isinstance(el.slice, cst.Index):
+                if type(el.slice) is cst.Index:
                     out += _union_members(el.slice.value)
             return out
-    if isinstance(node, cst.Name) and node.value == "None":
+    if type(node) is cst.Name and node.value == "None":
         return []
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         try:
             return _union_members(cst.parse_expression(node.evaluated_value))
         except Exception:
@@ -133,7 +133,7 @@ def type_comment_kinds(fn: cst.FunctionDef) -> Optional[list[Optional[str]]]:
             types = cst.parse_expression(f"({params},)")
         except cst.ParserSyntaxError:
             return None
-        if not isinstance(types, cst.Tuple):
+        if type(types) is not cst.Tuple:
             return None
         return [annotation_kind(cst.Annotation(e.value)) for e in types.elements]
     return None
@@ -214,29 +214,29 @@ class FileAnalyzer:
     def collect_imports(self) -> None:
         imports = self.summary.imports
         for node in _walk_imports(self.module):
-            if isinstance(node, cst.Import):
+            if type(node) is cst.Import:
                 for alias in node.names:
                     full = dotted(alias.name)
                     if full is None:
                         continue
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    if alias.asname is not None and type(alias.asname.name) is cst.Name:
                         imports[alias.asname.name.value] = full
                     else:
                         head = full.split(".")[0]
                         imports[head] = head
-            elif isinstance(node, cst.ImportFrom):
+            elif type(node) is cst.ImportFrom:
                 mod = dotted(node.module) if node.module is not None else None
                 level = len(node.relative)
                 base = self._relative(level, mod) if level else (mod or "")
-                if isinstance(node.names, cst.ImportStar):
+                if type(node.names) is cst.ImportStar:
                     continue
                 for alias in node.names:
-                    name = alias.name.value if isinstance(alias.name, cst.Name) else dotted(alias.name)
+                    name = alias.name.value if type(alias.name) is cst.Name else dotted(alias.name)
                     if name is None:
                         continue
                     local = (
                         alias.asname.name.value
-                        if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                        if alias.asname is not None and type(alias.asname.name) is cst.Name
                         else name
                     )
                     imports[local] = f"{base}.{name}" if base else name
@@ -249,11 +249,17 @@ class FileAnalyzer:
             self._declare(stmt, prefix=self.summary.module, cls=None)
         # Two cheap passes that only infer kinds: which functions return tensors, and which
         # parameters receive tensors at call sites in this file (helpers called from forward).
+        # In the second pass, a function whose first walk read the facts it would read now
+        # would read and write exactly what it did (the hint writes are idempotent merges), so
+        # only its return kind is written again, in its turn.
+        probes: list[Optional[FunctionContext]] = [None] * len(self.defs)
         for _ in range(2):
-            for fn, prefix, cls in self.defs:
+            for i, (fn, prefix, cls) in enumerate(self.defs):
                 key = f"{prefix}.{fn.name.value}"
-                ctx = FunctionContext(self, fn, key, cls, probe_only=True)
-                ctx.walk()
+                ctx = probes[i]
+                if ctx is None or not ctx.read_facts_unchanged():
+                    ctx = probes[i] = FunctionContext(self, fn, key, cls, probe_only=True)
+                    ctx.walk()
                 self.returns_tensor[key] = ctx.returns_tensor
         for fn, prefix, cls in self.defs:
             self._visit_function(fn, prefix, cls)
@@ -264,9 +270,9 @@ class FileAnalyzer:
 
     def scan_module_level(self) -> None:
         """Names defined and imported at module level, loggers, torch.compile targets."""
-        self._class_names = {s.name.value for s in self.module.body if isinstance(s, cst.ClassDef)}
+        self._class_names = {s.name.value for s in self.module.body if type(s) is cst.ClassDef}
         for stmt in self.module.body:
-            if isinstance(stmt, cst.FunctionDef):
+            if type(stmt) is cst.FunctionDef:
                 self.local_functions[stmt.name.value] = stmt
         self.collect_imports()
         self._collect_module_level()
@@ -294,12 +300,12 @@ class FileAnalyzer:
         )
 
     def _declare(self, stmt: cst.CSTNode, prefix: str, cls: Optional[str]) -> None:
-        if isinstance(stmt, cst.ClassDef):
+        if type(stmt) is cst.ClassDef:
             self._declare_class(stmt, prefix)
-        elif isinstance(stmt, cst.FunctionDef):
+        elif type(stmt) is cst.FunctionDef:
             self.defs.append((stmt, prefix, cls))
-        elif isinstance(stmt, (cst.If, cst.Try)):  # `if TYPE_CHECKING:` / version switches
-            for s in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
+        elif type(stmt) in (cst.If, cst.Try):  # `if TYPE_CHECKING:` / version switches
+            for s in stmt.body.body if type(stmt.body) is cst.IndentedBlock else ():
                 self._declare(s, prefix, cls)
 
     def _declare_class(self, node: cst.ClassDef, prefix: str) -> None:
@@ -309,43 +315,43 @@ class FileAnalyzer:
             if arg.keyword is not None:
                 continue
             expr = arg.value
-            if isinstance(expr, cst.Subscript):  # Generic[T], nn.ModuleList[...]
+            if type(expr) is cst.Subscript:  # Generic[T], nn.ModuleList[...]
                 expr = expr.value
             q = self.qualname(expr)
             if q is not None:
                 bases.append(q)
-        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-        methods = [s.name.value for s in body if isinstance(s, cst.FunctionDef)]
+        body = node.body.body if type(node.body) is cst.IndentedBlock else ()
+        methods = [s.name.value for s in body if type(s) is cst.FunctionDef]
         info = ClassInfo(qualname=qual, bases=bases, methods=methods)
         self.summary.classes[qual] = info
         self.tensor_attrs[qual] = set()
         self.all_attrs[qual] = set()
         # __init__ (and other non-forward methods) tell which attributes are tensors or submodules.
         for s in body:
-            if isinstance(s, cst.FunctionDef) and s.name.value != "forward":
+            if type(s) is cst.FunctionDef and s.name.value != "forward":
                 self._scan_attr_assignments(s, qual, info)
         for s in body:
-            if isinstance(s, cst.FunctionDef):
+            if type(s) is cst.FunctionDef:
                 self.defs.append((s, qual, qual))
                 if _is_abstract(s):
                     self.abstract_methods.add(f"{qual}.{s.name.value}")
-            elif isinstance(s, cst.ClassDef):
+            elif type(s) is cst.ClassDef:
                 self._declare_class(s, qual)
 
     def _scan_attr_assignments(self, fn: cst.FunctionDef, cls: str, info: ClassInfo) -> None:
         tensor_attrs = self.tensor_attrs[cls]
         all_attrs = self.all_attrs[cls]
         for node in _iter_nodes(fn.body):
-            if isinstance(node, (cst.Assign, cst.AnnAssign)):
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if type(node) in (cst.Assign, cst.AnnAssign):
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 value = node.value
                 for tgt in targets:
-                    if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
+                    if type(tgt) is cst.Attribute and type(tgt.value) is cst.Name and tgt.value.value == "self":
                         attr = tgt.attr.value
                         all_attrs.add(attr)
                         if value is None:
                             continue
-                        q = self.qualname(value.func) if isinstance(value, cst.Call) else None
+                        q = self.qualname(value.func) if type(value) is cst.Call else None
                         if q is not None and (
                             q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer")
                             or (q.startswith("torch.") and not _torch_non_tensor(q) and not q.startswith("torch.nn."))
@@ -359,13 +365,13 @@ class FileAnalyzer:
                             types = _submodule_types(value, self)
                             if types:
                                 info.attr_types[attr] = types
-            elif isinstance(node, cst.Call):
+            elif type(node) is cst.Call:
                 func = node.func
                 if (
-                    isinstance(func, cst.Attribute)
+                    type(func) is cst.Attribute
                     and func.attr.value in ("register_buffer", "register_parameter")
                     and node.args
-                    and isinstance(node.args[0].value, cst.SimpleString)
+                    and type(node.args[0].value) is cst.SimpleString
                 ):
                     name = node.args[0].value.evaluated_value
                     if isinstance(name, str):
@@ -377,7 +383,7 @@ class FileAnalyzer:
         info = FunctionInfo(qualname=qual, cls=cls, name=node.name.value)
         for dec in node.decorators:
             expr = dec.decorator
-            q = self.qualname(expr.func if isinstance(expr, cst.Call) else expr)
+            q = self.qualname(expr.func if type(expr) is cst.Call else expr)
             if q in K.COMPILE_DECORATORS:
                 info.compile_root = True
             if q in K.DISABLE_DECORATORS:
@@ -452,7 +458,7 @@ def _torch_non_tensor(q: str) -> bool:
 
 def _submodule_types(value: cst.BaseExpression, fa: FileAnalyzer) -> list[str]:
     """`Block(...)` -> [Block]; `nn.ModuleList([Block(...) for _ in ...])` -> [Block]."""
-    if not isinstance(value, cst.Call):
+    if type(value) is not cst.Call:
         return []
     q = fa.qualname(value.func)
     if q is None:
@@ -461,9 +467,9 @@ def _submodule_types(value: cst.BaseExpression, fa: FileAnalyzer) -> list[str]:
         out = []
         for arg in value.args:
             v = arg.value
-            if isinstance(v, (cst.ListComp, cst.GeneratorExp)):
+            if type(v) in (cst.ListComp, cst.GeneratorExp):
                 out += _submodule_types(v.elt, fa)
-            elif isinstance(v, (cst.List, cst.Tuple)):
+            elif type(v) in (cst.List, cst.Tuple):
                 for el in v.elements:
                     out += _submodule_types(el.value, fa)
             else:
@@ -478,7 +484,7 @@ def _submodule_types(value: cst.BaseExpression, fa: FileAnalyzer) -> list[str]:
 def _walk_imports(module: cst.Module):
     # Imports are statements: only statement bodies are entered (same order, far fewer nodes).
     for node in fastcst.iter_nodes(module, descend=fastcst.STATEMENT_CONTAINERS):
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
+        if type(node) in (cst.Import, cst.ImportFrom):
             yield node
 
 
@@ -500,7 +506,7 @@ class _ModuleScan(cst.CSTVisitor):
         self.fa = fa
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if isinstance(node.value, cst.Call):
+        if type(node.value) is cst.Call:
             q = self.fa.qualname(node.value.func) or ""
             if q.endswith(("getLogger", "get_logger")):
                 for t in node.targets:
@@ -512,7 +518,7 @@ class _ModuleScan(cst.CSTVisitor):
         q = self.fa.qualname(node.func)
         if q == "torch.compile" and node.args and node.args[0].keyword is None:
             target = node.args[0].value
-            if isinstance(target, cst.Call):  # torch.compile(Model(...))
+            if type(target) is cst.Call:  # torch.compile(Model(...))
                 target = target.func
             t = self.fa.qualname(target)
             if t is not None:
@@ -543,6 +549,10 @@ class FunctionContext(cst.CSTVisitor):
         self.cls = cls
         self.info = info
         self.probe_only = probe_only  # only infer whether the function returns a tensor
+        # What a probe walk read of the file's facts: return kinds (key -> truth) and the hints
+        # for its own parameters (see FileAnalyzer.run).
+        self.returns_read: dict[str, bool] = {}
+        self.hints_read: Optional[dict] = None
         self.env: dict[str, str] = {}
         self.local_types: dict[str, tuple] = {}  # loop vars over submodule lists -> edge ref
         self.returns_tensor = False
@@ -586,7 +596,7 @@ class FunctionContext(cst.CSTVisitor):
 
     def self_attr(self, node: cst.BaseExpression) -> Optional[str]:
         """`attr` when node is `self.attr` (the method's own instance), else None."""
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and self.env.get(node.value.value) == "SELF":
+        if type(node) is cst.Attribute and type(node.value) is cst.Name and self.env.get(node.value.value) == "SELF":
             return node.attr.value
         return None
 
@@ -597,16 +607,16 @@ class FunctionContext(cst.CSTVisitor):
         """Does the value come from NumPy (`np.random.rand(1)`, a name bound to one, an index of
         one)? Dynamo traces these as tensors, but a fix must not turn them into torch tensors."""
         while True:
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 q = self.qualname(node.func)
                 if q is not None and q.startswith("numpy."):
                     return True
-                if not isinstance(node.func, cst.Attribute):
+                if type(node.func) is not cst.Attribute:
                     return False
                 node = node.func.value
-            elif isinstance(node, (cst.Attribute, cst.Subscript)):
+            elif type(node) in (cst.Attribute, cst.Subscript):
                 node = node.value
-            elif isinstance(node, cst.Name):
+            elif type(node) is cst.Name:
                 return node.value in self.numpy_names
             else:
                 return False
@@ -629,6 +639,19 @@ class FunctionContext(cst.CSTVisitor):
             return
         self.fa.add_finding(node, rule.code, message, self.qual, data or {}, fix)
 
+    def _returns_tensor(self, key: str) -> bool:
+        found = bool(self.fa.returns_tensor.get(key))
+        if self.probe_only:
+            self.returns_read[key] = found
+        return found
+
+    def read_facts_unchanged(self) -> bool:
+        """Would this probe walk read the same facts now?"""
+        fa = self.fa
+        return self.hints_read == fa.param_hints.get(self.qual, {}) and all(
+            bool(fa.returns_tensor.get(key)) == seen for key, seen in self.returns_read.items()
+        )
+
     # -- walking --------------------------------------------------------------------------
     def walk(self) -> None:
         self._bind_params()
@@ -643,6 +666,8 @@ class FunctionContext(cst.CSTVisitor):
             self.cls is None and self.fn.name.value in self.fa.compile_called_names
         )
         hints = dict(self.fa.param_hints.get(self.qual, {}))
+        if self.probe_only:
+            self.hints_read = dict(hints)
         for slot, k in ((self.fa.options.external_hints or {}).get(self.qual) or {}).items():
             slot = int(slot) if slot.isdigit() else slot
             hints[slot] = P if P in (k, hints.get(slot)) else k
@@ -670,31 +695,31 @@ class FunctionContext(cst.CSTVisitor):
             else:
                 self.env[name] = U
         for star in (self.fn.params.star_arg, self.fn.params.star_kwarg):
-            if isinstance(star, cst.Param):
+            if type(star) is cst.Param:
                 self.env[star.name.value] = N
 
     def _walk_block(self, suite: cst.BaseSuite) -> bool:
         """Walk statements in order; returns True if the block surely left the function."""
-        stmts = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+        stmts = suite.body if type(suite) is cst.IndentedBlock else [suite]
         for stmt in stmts:
             if self._walk_stmt(stmt):
                 return True
         return False
 
     def _walk_stmt(self, stmt: cst.CSTNode) -> bool:
-        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        if type(stmt) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
             self.stack.append(stmt)
             try:
                 for small in stmt.body:
                     small.visit(self)
-                    if isinstance(small, (cst.Return, cst.Raise)):
+                    if type(small) in (cst.Return, cst.Raise):
                         return True
             finally:
                 self.stack.pop()
             return False
-        if isinstance(stmt, cst.If):
+        if type(stmt) is cst.If:
             return self._walk_if(stmt)
-        if isinstance(stmt, cst.FunctionDef):
+        if type(stmt) is cst.FunctionDef:
             self.nested_defs.add(stmt.name.value)
             saved = dict(self.env)
             for p in _param_names(stmt.params):
@@ -704,7 +729,7 @@ class FunctionContext(cst.CSTVisitor):
             self.returns_tensor = was_returns
             self.env = saved
             return False
-        if isinstance(stmt, cst.ClassDef):
+        if type(stmt) is cst.ClassDef:
             return False
         stmt.visit(self)
         return False
@@ -716,7 +741,7 @@ class FunctionContext(cst.CSTVisitor):
         if static is False:
             if node.orelse is None:
                 return False
-            if isinstance(node.orelse, cst.If):
+            if type(node.orelse) is cst.If:
                 return self._walk_if(node.orelse)
             return self._walk_block(node.orelse.body)
         self.stack.append(node)
@@ -733,7 +758,7 @@ class FunctionContext(cst.CSTVisitor):
         self.env = dict(before)
         else_exits = False
         if node.orelse is not None:
-            if isinstance(node.orelse, cst.If):
+            if type(node.orelse) is cst.If:
                 else_exits = self._walk_if(node.orelse)
             else:
                 else_exits = self._walk_block(node.orelse.body)
@@ -742,13 +767,13 @@ class FunctionContext(cst.CSTVisitor):
 
     def static_truth(self, test: cst.BaseExpression) -> Optional[bool]:
         """Value of a test while Dynamo traces: True/False for is_compiling-style guards, else None."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             inner = self.static_truth(test.expression)
             return None if inner is None else not inner
-        if isinstance(test, cst.BooleanOperation):
+        if type(test) is cst.BooleanOperation:
             left = self.static_truth(test.left)
             right = self.static_truth(test.right)
-            if isinstance(test.operator, cst.And):
+            if type(test.operator) is cst.And:
                 if left is False or right is False:
                     return False
                 if left is True and right is True:
@@ -759,7 +784,7 @@ class FunctionContext(cst.CSTVisitor):
                 if left is False and right is False:
                     return False
             return None
-        if isinstance(test, cst.Call) and not test.args:
+        if type(test) is cst.Call and not test.args:
             q = self.qualname(test.func)
             if q is None:
                 return None
@@ -815,7 +840,7 @@ class FunctionContext(cst.CSTVisitor):
     def statement(self) -> Optional[cst.CSTNode]:
         """The innermost simple statement line (or compound statement header) being checked."""
         for node in reversed(self.stack):
-            if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.While, cst.For)):
+            if type(node) in (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.While, cst.For):
                 return node
         return None
 
@@ -836,7 +861,7 @@ class FunctionContext(cst.CSTVisitor):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
         node.value.visit(self)
-        if isinstance(node.target, cst.Name):
+        if type(node.target) is cst.Name:
             vk = self.kind(node.value)
             cur = self.env.get(node.target.value, U)
             if vk in TENSORISH or cur in TENSORISH:
@@ -861,13 +886,13 @@ class FunctionContext(cst.CSTVisitor):
         self._bind(node.target, None, elem)
         self._bind_zipped(node.target, it)
         ref = self._submodule_list_ref(it)
-        if ref is not None and isinstance(node.target, cst.Name):
+        if ref is not None and type(node.target) is cst.Name:
             self.local_types[node.target.value] = ref
-        if isinstance(it, cst.Call) and self.qualname(it.func) == "enumerate" and it.args:
+        if type(it) is cst.Call and self.qualname(it.func) == "enumerate" and it.args:
             ref = self._submodule_list_ref(it.args[0].value)
-            if ref is not None and isinstance(node.target, cst.Tuple) and len(node.target.elements) == 2:
+            if ref is not None and type(node.target) is cst.Tuple and len(node.target.elements) == 2:
                 t2 = node.target.elements[1].value
-                if isinstance(t2, cst.Name):
+                if type(t2) is cst.Name:
                     self.local_types[t2.value] = ref
         before = dict(self.env)
         self._walk_block(node.body)
@@ -880,7 +905,7 @@ class FunctionContext(cst.CSTVisitor):
         """`for a, b in zip(x, y)` / `for i, row in enumerate(x)`: iterating a tensor yields
         tensors (its rows), so each name taken from a tensor is one; a presumed tensor gives a
         presumed one. Other sources (lists, ranges) stay unknown."""
-        if not (isinstance(it, cst.Call) and isinstance(target, (cst.Tuple, cst.List))):
+        if not (type(it) is cst.Call and type(target) in (cst.Tuple, cst.List)):
             return
         q = self.qualname(it.func)
         names = [e.value for e in target.elements]
@@ -892,7 +917,7 @@ class FunctionContext(cst.CSTVisitor):
             return
         for name, source in pairs:
             k = self.kind(source)
-            if isinstance(name, cst.Name) and k in TENSORISH:
+            if type(name) is cst.Name and k in TENSORISH:
                 self._bind(name, None, P if k == P else T)
 
     def visit_While(self, node: cst.While) -> bool:
@@ -917,7 +942,7 @@ class FunctionContext(cst.CSTVisitor):
             k = self.kind(node.value)
             if k in TENSORISH:
                 self.returns_tensor = True
-            elif isinstance(node.value, cst.Tuple) and any(self.is_tensor(e.value) for e in node.value.elements):
+            elif type(node.value) is cst.Tuple and any(self.is_tensor(e.value) for e in node.value.elements):
                 self.returns_tensor = True
 
     def visit_IfExp(self, node: cst.IfExp) -> bool:
@@ -932,7 +957,7 @@ class FunctionContext(cst.CSTVisitor):
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
         left = self.static_truth(node.left)
-        if (left is False and isinstance(node.operator, cst.And)) or (left is True and isinstance(node.operator, cst.Or)):
+        if (left is False and type(node.operator) is cst.And) or (left is True and type(node.operator) is cst.Or):
             return False  # right side never runs while compiling
         return True
 
@@ -964,7 +989,7 @@ class FunctionContext(cst.CSTVisitor):
         if method is not None:
             if self.class_info is not None and method in self.class_info.methods:
                 key = f"{self.cls}.{method}"
-        elif isinstance(func, cst.Name) and func.value in self.fa.local_functions and func.value not in self.env:
+        elif type(func) is cst.Name and func.value in self.fa.local_functions and func.value not in self.env:
             key = f"{self.fa.summary.module}.{func.value}"
         else:
             self._record_external_call_site(node)
@@ -999,13 +1024,13 @@ class FunctionContext(cst.CSTVisitor):
 
     # -- edges ------------------------------------------------------------------------------
     def _submodule_list_ref(self, it: cst.BaseExpression) -> Optional[tuple]:
-        if isinstance(it, cst.Attribute) and isinstance(it.value, cst.Name) and it.value.value == "self":
+        if type(it) is cst.Attribute and type(it.value) is cst.Name and it.value.value == "self":
             return ("selfattr", it.attr.value, "forward")
         return None
 
     def _edge_for(self, node: cst.Call) -> Optional[tuple]:
         func = node.func
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
             if name in self.local_types:
                 return self.local_types[name]
@@ -1014,7 +1039,7 @@ class FunctionContext(cst.CSTVisitor):
             if name in self.fa.local_functions or name in self.fa.summary.imports or name in self.fa._class_names:
                 return ("name", self.fa.resolve(name))
             return None
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             recv = func.value
             meth = func.attr.value
             if self.self_attr(func) is not None:
@@ -1022,7 +1047,7 @@ class FunctionContext(cst.CSTVisitor):
             submodule = self.self_attr(recv)
             if submodule is not None:
                 return ("selfattr", submodule, meth)
-            if isinstance(recv, cst.Call) and isinstance(recv.func, cst.Name) and recv.func.value == "super":
+            if type(recv) is cst.Call and type(recv.func) is cst.Name and recv.func.value == "super":
                 return ("super", meth)
             q = self.qualname(func)
             if q is not None and not q.startswith(("torch.", "numpy.", "math.")):
@@ -1030,23 +1055,23 @@ class FunctionContext(cst.CSTVisitor):
                 if head in self.fa.summary.imports.values() or "." in q:
                     return ("name", q)
             return None
-        if isinstance(func, cst.Subscript):
+        if type(func) is cst.Subscript:
             ref = self._submodule_list_ref(func.value)
             return ref
         return None
 
     # -- binding and kinds ------------------------------------------------------------------
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], value_kind: str) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             self.env[target.value] = value_kind
             self.local_types.pop(target.value, None)
             if value is not None and self.is_numpy(value):
                 self.numpy_names.add(target.value)
             else:
                 self.numpy_names.discard(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             elems = [e.value for e in target.elements]
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elems):
+            if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elems):
                 for t, v in zip(elems, value.elements):
                     self._bind(t, v.value, self.kind(v.value))
             else:
@@ -1055,7 +1080,7 @@ class FunctionContext(cst.CSTVisitor):
                     k = T
                 for t in elems:
                     self._bind(t, None, k)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self._bind(target.value, None, U)
 
     def _unpacks_tensors(self, value: Optional[cst.BaseExpression]) -> bool:
@@ -1063,28 +1088,28 @@ class FunctionContext(cst.CSTVisitor):
         helpers or submodules (`early_exit, mask, ... = prepare(...)`) mix flags and tensors."""
         if value is None:
             return True
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             q = self.qualname(value.func)
             if q is not None and q.startswith("torch."):
                 return True
-            if isinstance(value.func, cst.Attribute):
+            if type(value.func) is cst.Attribute:
                 return self.kind(value.func.value) in TENSORISH
             return False
-        return not isinstance(value, cst.Subscript) or self.kind(value.value) in (T, B, P)
+        return type(value) is not cst.Subscript or self.kind(value.value) in (T, B, P)
 
     def kind(self, node: cst.BaseExpression) -> str:
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             v = node.value
             if v in ("True", "False", "None"):
                 return N
             k = self.env.get(v, U)
             return U if k == "SELF" else k
-        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        if type(node) in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
             return N
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             attr = node.attr.value
             base = node.value
-            if isinstance(base, cst.Name) and self.env.get(base.value) == "SELF":
+            if type(base) is cst.Name and self.env.get(base.value) == "SELF":
                 if attr in self.tensor_attrs:
                     return T
                 if attr == "training":
@@ -1100,19 +1125,19 @@ class FunctionContext(cst.CSTVisitor):
                     return T if bk != P else P
                 return U
             return U
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return self._call_kind(node)
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             bk = self.kind(node.value)
             if bk in TENSORISH:
                 return bk
             if bk == S:
                 return S
             return U
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             lk, rk = self.kind(node.left), self.kind(node.right)
             if lk in TENSORISH or rk in TENSORISH:
-                if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and B in (lk, rk):
+                if type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor) and B in (lk, rk):
                     return B
                 return T if (lk in (T, B) or rk in (T, B)) else P
             if S in (lk, rk) and all(k in (S, N) for k in (lk, rk)):
@@ -1120,14 +1145,14 @@ class FunctionContext(cst.CSTVisitor):
             if lk == N and rk == N:
                 return N
             return U
-        if isinstance(node, cst.UnaryOperation):
-            if isinstance(node.operator, cst.Not):
+        if type(node) is cst.UnaryOperation:
+            if type(node.operator) is cst.Not:
                 return N
             return self.kind(node.expression)
-        if isinstance(node, cst.Comparison):
-            if any(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
+        if type(node) is cst.Comparison:
+            if any(type(c.operator) in (cst.Is, cst.IsNot) for c in node.comparisons):
                 return N
-            if any(isinstance(c.operator, (cst.In, cst.NotIn)) for c in node.comparisons):
+            if any(type(c.operator) in (cst.In, cst.NotIn) for c in node.comparisons):
                 # `t in [1, 2]` compares the tensor with each item and takes bool() of each.
                 return B if self.kind(node.left) in (T, B) else N
             kinds_ = [self.kind(node.left)] + [self.kind(c.comparator) for c in node.comparisons]
@@ -1136,14 +1161,14 @@ class FunctionContext(cst.CSTVisitor):
             if S in kinds_:
                 return "SB"
             return N if all(k == N for k in kinds_) else U
-        if isinstance(node, cst.BooleanOperation):
+        if type(node) is cst.BooleanOperation:
             lk, rk = self.kind(node.left), self.kind(node.right)
             if lk in TENSORISH or rk in TENSORISH:
                 return T
             return U
-        if isinstance(node, cst.IfExp):
+        if type(node) is cst.IfExp:
             return _join(self.kind(node.body), self.kind(node.orelse))
-        if isinstance(node, (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        if type(node) in (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp):
             return N
         return U
 
@@ -1176,14 +1201,14 @@ class FunctionContext(cst.CSTVisitor):
                 # Dynamo traces NumPy through torch: its results are tensors while compiling, so
                 # `if np.sqrt(2.0) > 1:` breaks the graph like any tensor condition (probed).
                 return N if q.rsplit(".", 1)[-1] in K.NUMPY_NON_ARRAY_FUNCS else T
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             recv = func.value
             meth = func.attr.value
             if self.self_attr(func) is not None:
                 methods = self.class_info.methods if self.class_info else []
                 if meth in methods:
                     key = f"{self.cls}.{meth}"
-                    if self.fa.returns_tensor.get(key):
+                    if self._returns_tensor(key):
                         return T
                     # `h = self.mix(h)` with `mix` left to subclasses: presumably a tensor in, a tensor out.
                     if key in self.fa.abstract_methods and any(self.kind(a.value) in TENSORISH for a in node.args):
@@ -1206,14 +1231,14 @@ class FunctionContext(cst.CSTVisitor):
             if rk == S and meth in ("numel",):
                 return S
             return U
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
             if name in self.local_types:
                 return T
             if name in self.fa.local_functions:
-                return T if self.fa.returns_tensor.get(f"{self.fa.summary.module}.{name}") else U
+                return T if self._returns_tensor(f"{self.fa.summary.module}.{name}") else U
             return U
-        if isinstance(func, cst.Subscript):
+        if type(func) is cst.Subscript:
             if self._submodule_list_ref(func.value) is not None:
                 return T
         return U
@@ -1221,16 +1246,16 @@ class FunctionContext(cst.CSTVisitor):
 
 def _is_abstract(fn: cst.FunctionDef) -> bool:
     """A body of only a docstring and `raise NotImplementedError(...)`."""
-    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
-    stmts = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr)
-                                     and isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
-    if len(stmts) != 1 or not isinstance(stmts[0], cst.SimpleStatementLine):
+    body = fn.body.body if type(fn.body) is cst.IndentedBlock else ()
+    stmts = [s for s in body if not (type(s) is cst.SimpleStatementLine and type(s.body[0]) is cst.Expr
+                                     and type(s.body[0].value) in (cst.SimpleString, cst.ConcatenatedString))]
+    if len(stmts) != 1 or type(stmts[0]) is not cst.SimpleStatementLine:
         return False
     small = stmts[0].body[0]
-    if not isinstance(small, cst.Raise) or small.exc is None:
+    if type(small) is not cst.Raise or small.exc is None:
         return False
-    exc = small.exc.func if isinstance(small.exc, cst.Call) else small.exc
-    return isinstance(exc, cst.Name) and exc.value == "NotImplementedError"
+    exc = small.exc.func if type(small.exc) is cst.Call else small.exc
+    return type(exc) is cst.Name and exc.value == "NotImplementedError"
 
 
 def _syntax_error_summary(source: str, filename: str, module_name: str, exc: Exception) -> FileSummary:
@@ -1250,7 +1275,7 @@ def _syntax_error_summary(source: str, filename: str, module_name: str, exc: Exc
 
 
 def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
+    return type(node) is cst.Name and node.value == "None"
 
 
 def _join(a: str, b: str) -> str:

@@ -10,12 +10,15 @@ visit/leave calls are the same as libcst's; tests/test_engine.py checks it node 
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Iterable, Optional
 
 import libcst as cst
 from libcst import MaybeSentinel
+from libcst._nodes.internal import CodegenState
 
 _FIELD_ORDER: dict[type, tuple[str, ...]] = {}
+_NEWLINE_RE = re.compile(r"\r\n?|\n")  # libcst's line breaks (position_provider.NEWLINE_RE)
 _SENTINEL = MaybeSentinel.DEFAULT
 # Nodes whose children can be statements (imports, assignments, definitions live only there).
 STATEMENT_CONTAINERS = (
@@ -108,11 +111,38 @@ def iter_nodes(root: cst.CSTNode, descend: Optional[tuple] = None):
     """Every node under root, depth first (the order of the old `.children`-based walk).
     With `descend`, only the children of nodes of those types are entered."""
     stack = [root]
+    if descend is None:
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(children(node))
+        return
+    enters = type_test(descend)
     while stack:
         node = stack.pop()
         yield node
-        if descend is None or isinstance(node, descend):
+        if enters(type(node)):
             stack.extend(children(node))
+
+
+_TYPE_TESTS: dict[tuple, Callable[[type], bool]] = {}
+
+
+def type_test(classes: tuple) -> Callable[[type], bool]:
+    """`isinstance(node, classes)` as a function of `type(node)`, memoised per type: libcst's
+    node classes are ABCs, whose `isinstance` takes a slow path for every miss."""
+    test = _TYPE_TESTS.get(classes)
+    if test is None:
+        memo: dict[type, bool] = {}
+
+        def test(node_type: type) -> bool:
+            found = memo.get(node_type)
+            if found is None:
+                found = memo[node_type] = issubclass(node_type, classes)
+            return found
+
+        _TYPE_TESTS[classes] = test
+    return test
 
 
 def _trivia_types() -> frozenset:
@@ -206,51 +236,105 @@ class Positions(dict):
     """libcst `PositionProvider` positions (node -> CodeRange), computed for some pieces of the
     module first; any other node makes it compute the whole module on first access.
 
-    A piece is positioned as if it started on line 1 and moved down to its real line only when
-    one of its nodes is looked up (most of its nodes never are)."""
+    Pieces keep raw `(start line, start column, end line, end column)` tuples, computed as if
+    the piece started on line 1; a node's `CodeRange` is built, on its real line, only when it
+    is looked up (most nodes never are)."""
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__()
         self.module = module
         self.complete = False
-        self.shifted: list[tuple[dict, int]] = []  # (positions from line 1, lines to add)
+        self.shifted: list[tuple[dict, int]] = []  # (raw positions from line 1, lines to add)
 
     def __missing__(self, node: cst.CSTNode):
         for computed, delta in self.shifted:
-            rng = computed.get(node)
-            if rng is not None:
-                moved = _shift(rng, delta)
-                self[node] = moved
-                return moved
+            raw = computed.get(node)
+            if raw is not None:
+                rng = _code_range(raw, delta)
+                self[node] = rng
+                return rng
         if self.complete:
             raise KeyError(node)
         self.complete = True
-        self.shifted = []
-        self.update(_module_positions(self.module))
+        self.shifted = [(_module_positions(self.module), 0)]
         return self[node]
 
 
-def _shift(rng, delta: int):
+def _code_range(raw: tuple, delta: int):
     from libcst._position import CodePosition, CodeRange
 
-    return CodeRange(CodePosition(rng.start.line + delta, rng.start.column), CodePosition(rng.end.line + delta, rng.end.column))
+    return CodeRange(CodePosition(raw[0] + delta, raw[1]), CodePosition(raw[2] + delta, raw[3]))
 
 
-def _provider():
-    from libcst.metadata import PositionProvider
+class _Syntactic:
+    """`record_syntactic_position` as a plain context manager (libcst's is a generator)."""
 
-    provider = PositionProvider()
-    provider._computed = {}
-    return provider
+    __slots__ = ("state", "node", "start_node", "end_node", "line", "column")
+
+    def __init__(self, state, node, start_node, end_node) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.line, self.column = self.state.line, self.state.column
+
+    def __exit__(self, *exc) -> None:
+        state = self.state
+        computed = state.computed
+        if self.start_node is not None:
+            start = computed[self.start_node][:2]
+        else:
+            start = (self.line, self.column)
+        if self.end_node is not None:
+            end = computed[self.end_node][2:]
+        else:
+            end = (state.line, state.column)
+        computed[self.node] = start + end
+
+
+class _PositionState(CodegenState):
+    """libcst's `PositionProvidingCodegenState`, same positions, at a third of its cost: tuples
+    instead of `CodePosition`s, a newline test before splitting a token, no generator-based
+    context manager (tests/test_engine.py compares the two node by node on real code)."""
+
+    def __init__(self, module: cst.Module, indents: tuple = ()) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.indent_tokens = list(indents)
+        self.line = 1
+        self.column = 0
+        self.starts: list[tuple[int, int]] = []
+        self.computed: dict = {}
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        if "\n" in value or "\r" in value:
+            segments = _NEWLINE_RE.split(value)
+            self.line += len(segments) - 1
+            self.column = len(segments[-1])
+        else:
+            self.column += len(value)
+
+    def before_codegen(self, node) -> None:
+        self.starts.append((self.line, self.column))
+
+    def after_codegen(self, node) -> None:
+        start = self.starts.pop()
+        if node not in self.computed:
+            self.computed[node] = start + (self.line, self.column)
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None) -> _Syntactic:
+        return _Syntactic(self, node, start_node, end_node)
 
 
 def _module_positions(module: cst.Module) -> dict:
-    """`MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)` without the
-    wrapper's overhead (it also walks and rebuilds the whole tree for batchable providers even
-    when there are none, then copies the result). Same generator, same `CodeRange` values."""
-    provider = _provider()
-    provider._gen_impl(module)
-    return provider._computed
+    """Raw positions of every node, as `PositionProvider` computes them (without the metadata
+    wrapper's overhead: it also walks and rebuilds the whole tree)."""
+    state = _PositionState(module)
+    module._codegen(state)
+    return state.computed
 
 
 # The text the last few positioned modules were parsed from (libcst round-trips it exactly), so
@@ -289,7 +373,7 @@ def positions(module: cst.Module, source: Optional[str] = None, within: Optional
         _remember_source(module, source)
     if within is None or source is None or not _positions_within(module, source, within, out):
         out.complete = True
-        out.update(_module_positions(module))
+        out.shifted = [(_module_positions(module), 0)]
     return out
 
 
@@ -311,13 +395,7 @@ def _positions_within(module: cst.Module, source: str, within: set, out: Positio
 def _position_piece(module: cst.Module, source: str, node: cst.CSTNode, indents: tuple, cursor: int, out: Positions) -> Optional[int]:
     """Position `node` (a statement starting a line, inside blocks indented by `indents`) if its
     code occurs exactly once in `source` after `cursor`; returns the offset after it, else None."""
-    from libcst.metadata.position_provider import PositionProvidingCodegenState
-
-    provider = _provider()
-    state = PositionProvidingCodegenState(
-        default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
-    )
-    state.indent_tokens = list(indents)
+    state = _PositionState(module, indents)
     node._codegen(state)  # as if it started on line 1; moved to its real line on lookup
     text = "".join(state.tokens)
     start = source.find(text, cursor)
@@ -325,11 +403,7 @@ def _position_piece(module: cst.Module, source: str, node: cst.CSTNode, indents:
         return None
     if start and source[start - 1] not in "\r\n":
         return None
-    delta = _line_of(source, start) - 1
-    if delta:
-        out.shifted.append((provider._computed, delta))
-    else:
-        out.update(provider._computed)
+    out.shifted.append((state.computed, _line_of(source, start) - 1))
     return start + len(text)
 
 
@@ -356,6 +430,7 @@ def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode]) -
     """The top-level statements that contain the given function definitions (found through
     statement bodies only, never through expressions); None if one of them is not found."""
     wanted = {id(f) for f in functions}
+    contains_statements = type_test(STATEMENT_CONTAINERS)
     default = module.default_indent
     out = Enclosing()
     found: set = set()
@@ -367,7 +442,7 @@ def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode]) -
                 found.add(id(node))
                 out.add(stmt)
                 out.functions.setdefault(stmt, []).append((node, indents))
-            if isinstance(node, STATEMENT_CONTAINERS):
+            if contains_statements(type(node)):
                 inner = indents
                 if type(node) is cst.IndentedBlock:
                     inner = indents + (default if node.indent is None else node.indent,)

@@ -522,3 +522,72 @@ def test_parents_of_covered_functions_match_the_whole_module_map():
     outside = next(n for n in _all_nodes(module) if isinstance(n, cst.Dict))  # in tabbed()
     assert info.parent(outside) is full[id(outside)]
     assert info._complete
+
+
+def test_return_kinds_learnt_late_in_the_first_pass_reach_earlier_callers():
+    """`forward` calls `f`, which returns what `g` (defined after it) returns: the first probe
+    pass learns that g returns a tensor only after walking f, so f must be walked again (the
+    second pass walks again only the functions whose facts changed)."""
+    from dynalint.lint.analyzer import analyze_source
+
+    text = (
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        y = self.f(x)\n"
+        "        if y.sum() > 0:\n"
+        "            return y\n"
+        "        return -y\n\n"
+        "    def f(self, x):\n"
+        "        return self.g(x)\n\n"
+        "    def g(self, x):\n"
+        "        return torch.relu(x)\n"
+    )
+    summary = analyze_source(text, "m.py", "m")
+    assert [(f.code, f.row) for f in summary.findings] == [("DYN120", 7)]
+    assert summary.functions["m.M.f"].returns_tensor
+
+
+def test_parameter_hints_learnt_late_in_the_first_pass_reach_earlier_helpers():
+    """`outer` is called with a tensor from `forward` (after it), and passes it on to `inner`
+    (before it): only a second walk of `outer` tells `inner` that its parameter is a tensor."""
+    from dynalint.lint.analyzer import analyze_source
+
+    text = (
+        "import torch\nfrom torch import nn\n\n"
+        "def inner(v, scale):\n"
+        "    if v.max() > scale:\n"
+        "        v = v / scale\n"
+        "    return v\n\n"
+        "def outer(h, scale):\n"
+        "    return inner(h * 2, scale)\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return outer(torch.tanh(x), 3.0)\n"
+    )
+    summary = analyze_source(text, "m.py", "m")
+    assert [(f.code, f.row) for f in summary.findings] == [("DYN120", 5)]
+
+
+def test_positions_match_libcsts_provider_on_real_code():
+    """`fastcst`'s position generator against libcst's `PositionProvider`, node by node, on
+    this project's own sources (decorators, f-strings, comprehensions, nested blocks), once
+    with \\r\\n line breaks."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    root = Path(__file__).resolve().parents[1]
+    paths = sorted((root / "lint").rglob("*.py")) + sorted((root / "fixes").glob("*.py"))
+    assert len(paths) > 20
+    checked = 0
+    for path in paths:
+        texts = [path.read_text()]
+        if path.name == "analyzer.py":
+            texts.append(texts[0].replace("\n", "\r\n"))
+        for text in texts:
+            module = cst.parse_module(text)
+            expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            got = fastcst.positions(module)
+            for node, rng in expected.items():
+                assert got[node] == rng, (path, node)
+            checked += len(expected)
+    assert checked > 100_000

@@ -44,7 +44,7 @@ class LoggingCall(Rule):
 
     def check(self, node, ctx):
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in LOG_METHODS:
+        if type(func) is not cst.Attribute or func.attr.value not in LOG_METHODS:
             return
         q = ctx.qualname(func)
         if q is not None and q.startswith("logging.") and q.count(".") == 1:

@@ -38,7 +38,7 @@ class ItemCall(Rule):
 
     def check(self, node, ctx):
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
+        if type(func) is cst.Attribute and func.attr.value == "item" and not node.args:
             recv_kind = ctx.kind(func.value)
             if recv_kind in ("N", "S"):
                 return
@@ -49,7 +49,7 @@ class ItemCall(Rule):
                 fix=item_fix(ctx, node, self.code),
             )
             return
-        if isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and len(node.args) == 1:
+        if type(func) is cst.Name and func.value in ("int", "float", "bool") and len(node.args) == 1:
             if ctx.call_name(node) == func.value and ctx.is_tensor(node.args[0].value):
                 ctx.report(
                     self,

@@ -32,7 +32,7 @@ class TolistCall(Rule):
 
     def check(self, node, ctx):
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "tolist" and not node.args:
+        if type(func) is cst.Attribute and func.attr.value == "tolist" and not node.args:
             if ctx.kind(func.value) in ("N", "S"):
                 return
             ctx.report(self, node, "`.tolist()` reads tensor values and breaks the graph")

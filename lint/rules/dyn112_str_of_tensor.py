@@ -32,7 +32,7 @@ class StrOfTensor(Rule):
 
     def check(self, node, ctx):
         func = node.func
-        if isinstance(func, cst.Name) and func.value in ("str", "repr") and len(node.args) == 1:
+        if type(func) is cst.Name and func.value in ("str", "repr") and len(node.args) == 1:
             if ctx.call_name(node) == func.value and ctx.is_tensor(node.args[0].value):
                 ctx.report(self, node, f"`{func.value}()` of a tensor breaks the graph")
 

@@ -39,18 +39,18 @@ MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torc
 
 def _is_tensor_condition(operand, ctx) -> bool:
     # A bare unannotated parameter (`if use_cache:`) is usually a flag: only definite tensors count.
-    if isinstance(operand, cst.Name):
+    if type(operand) is cst.Name:
         return ctx.is_definite_tensor(operand)
     return ctx.is_tensor(operand)
 
 
 def _is_dtype_or_device_check(node) -> bool:
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+    if type(node) is cst.BooleanOperation and type(node.operator) is cst.And:
         return _is_dtype_or_device_check(node.left) or _is_dtype_or_device_check(node.right)
-    if not isinstance(node, cst.Comparison):
+    if type(node) is not cst.Comparison:
         return False
     parts = [node.left] + [c.comparator for c in node.comparisons]
-    return any(isinstance(p, cst.Attribute) and p.attr.value in ("dtype", "device") for p in parts)
+    return any(type(p) is cst.Attribute and p.attr.value in ("dtype", "device") for p in parts)
 
 
 def _guarded(ctx) -> set:
@@ -68,15 +68,15 @@ class TensorControlFlow(Rule):
     fixable = "sometimes"
 
     def check(self, node, ctx):
-        if isinstance(node, (cst.If, cst.While, cst.IfExp)):
+        if type(node) in (cst.If, cst.While, cst.IfExp):
             test = node.test
-            if isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)):
+            if type(test) in (cst.BooleanOperation, cst.UnaryOperation):
                 return  # the operands are checked on their own
             if _is_tensor_condition(test, ctx):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
                 ctx.report(self, test, MESSAGE.format(what=what), fix=where_fix(ctx, test, self.code))
-        elif isinstance(node, cst.BooleanOperation):
-            op = "and" if isinstance(node.operator, cst.And) else "or"
+        elif type(node) is cst.BooleanOperation:
+            op = "and" if type(node.operator) is cst.And else "or"
             operands = [node.left, node.right]
             if op == "and" and _is_dtype_or_device_check(node.left):
                 # `x.dtype == torch.float16 and torch.isinf(x).any()`: Dynamo knows the dtype, so
@@ -86,18 +86,18 @@ class TensorControlFlow(Rule):
                 # visited after this node: remember it.
                 _guarded(ctx).add(id(node.right))
             for operand in operands:
-                if isinstance(operand, (cst.BooleanOperation, cst.UnaryOperation)):
+                if type(operand) in (cst.BooleanOperation, cst.UnaryOperation):
                     continue
                 if _is_tensor_condition(operand, ctx):
                     ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"))
-        elif isinstance(node, cst.UnaryOperation):
+        elif type(node) is cst.UnaryOperation:
             if id(node) in _guarded(ctx):
                 return
-            if isinstance(node.operator, cst.Not) and not isinstance(node.expression, cst.BooleanOperation):
+            if type(node.operator) is cst.Not and type(node.expression) is not cst.BooleanOperation:
                 if _is_tensor_condition(node.expression, ctx):
                     ctx.report(self, node.expression, MESSAGE.format(what="`not`"), fix=where_fix(ctx, node.expression, self.code))
-        elif isinstance(node, cst.Call):
-            if isinstance(node.func, cst.Name) and node.func.value in ("all", "any") and len(node.args) == 1:
+        elif type(node) is cst.Call:
+            if type(node.func) is cst.Name and node.func.value in ("all", "any") and len(node.args) == 1:
                 if ctx.call_name(node) == node.func.value and ctx.is_tensor(node.args[0].value):
                     ctx.report(self, node, MESSAGE.format(what=f"builtin `{node.func.value}()`"))
 

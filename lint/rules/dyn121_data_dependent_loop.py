@@ -40,16 +40,16 @@ class DataDependentLoop(Rule):
     node_types = (cst.For, cst.CompFor, cst.Call)
 
     def check(self, node, ctx):
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             # `range(t)` anywhere, not only as a loop's iterable: `list(range(n - 1, n))` breaks too.
             if ctx.call_name(node) == "range" and any(ctx.is_tensor(a.value) for a in node.args):
                 ctx.report(self, node, "`range()` of a tensor value needs the value while tracing and breaks the graph")
             return
         it = node.iter
-        if isinstance(it, cst.Call) and ctx.call_name(it) == "range":
+        if type(it) is cst.Call and ctx.call_name(it) == "range":
             return  # reported as a call
-        if isinstance(it, cst.Call) and ctx.is_tensor(it):
-            name = it.func.attr.value if isinstance(it.func, cst.Attribute) else None
+        if type(it) is cst.Call and ctx.is_tensor(it):
+            name = it.func.attr.value if type(it.func) is cst.Attribute else None
             if name in DATA_DEPENDENT_LENGTH:
                 ctx.report(self, it, f"loop over `{name}()`: its length depends on tensor values and breaks the graph")
 

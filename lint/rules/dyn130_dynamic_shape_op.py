@@ -52,7 +52,7 @@ class DynamicShapeOp(Rule):
     fixable = "sometimes"
 
     def check(self, node, ctx):
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             q = ctx.call_name(node)
             if q in DYNAMIC_FUNCS:
                 ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph", fix=mask_fix(ctx, node, self.code))
@@ -61,7 +61,7 @@ class DynamicShapeOp(Rule):
             elif q == "torch.where" and len(node.args) == 1:
                 ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form", fix=mask_fix(ctx, node, self.code))
             elif (
-                isinstance(node.func, cst.Attribute)
+                type(node.func) is cst.Attribute
                 and node.func.attr.value in DYNAMIC_METHODS
                 and ctx.is_tensor(node.func.value)
             ):
@@ -71,7 +71,7 @@ class DynamicShapeOp(Rule):
         if ctx.storing or not ctx.is_tensor(node.value):
             return
         for el in node.slice:
-            if isinstance(el.slice, cst.Index) and ctx.kind(el.slice.value) == "B":
+            if type(el.slice) is cst.Index and ctx.kind(el.slice.value) == "B":
                 ctx.report(
                     self,
                     node,

@@ -36,7 +36,7 @@ class TensorAsInt(Rule):
     node_types = (cst.Call, cst.Subscript)
 
     def check(self, node, ctx):
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             q = ctx.call_name(node)
             if q is None:
                 return
@@ -47,7 +47,7 @@ class TensorAsInt(Rule):
                 return
             if q.startswith(("torch.", "numpy.")) and q.count(".") == 1 and q.split(".")[1] in FACTORIES:
                 for a in node.args:
-                    sizes = a.value.elements if isinstance(a.value, (cst.Tuple, cst.List)) else [a]
+                    sizes = a.value.elements if type(a.value) in (cst.Tuple, cst.List) else [a]
                     if a.keyword is None and any(ctx.is_definite_tensor(el.value) for el in sizes):
                         ctx.report(self, a.value, f"size of `{q}()` from a tensor value breaks the graph; use a shape or a constant")
                         return
@@ -55,7 +55,7 @@ class TensorAsInt(Rule):
         if not ctx.is_tensor(node.value):
             return
         for el in node.slice:
-            if isinstance(el.slice, cst.Slice):
+            if type(el.slice) is cst.Slice:
                 for bound in (el.slice.lower, el.slice.upper):
                     if bound is not None and ctx.is_definite_tensor(bound):
                         ctx.report(self, bound, "slice bound from a tensor value breaks the graph; use a shape-derived int")

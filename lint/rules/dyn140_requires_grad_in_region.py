@@ -33,17 +33,17 @@ class RequiresGradInRegion(Rule):
     node_types = (cst.Call, cst.Assign)
 
     def check(self, node, ctx):
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for t in node.targets:
                 tgt = t.target
-                if isinstance(tgt, cst.Attribute) and tgt.attr.value == "requires_grad" and ctx.is_tensor(tgt.value):
+                if type(tgt) is cst.Attribute and tgt.attr.value == "requires_grad" and ctx.is_tensor(tgt.value):
                     ctx.report(self, node, "setting `.requires_grad` in compiled code breaks the graph; do it before calling the compiled model")
             return
         q = ctx.call_name(node)
         if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             ctx.report(self, node, "`nn.Parameter()` created in compiled code breaks the graph; create it in `__init__`")
         elif (
-            isinstance(node.func, cst.Attribute)
+            type(node.func) is cst.Attribute
             and node.func.attr.value == "requires_grad_"
             and ctx.is_tensor(node.func.value)
         ):

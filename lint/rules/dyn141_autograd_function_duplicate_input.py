@@ -57,7 +57,7 @@ class AutogradFunctionDuplicateInput(Rule):
 
     def check(self, node, ctx):
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "apply"):
+        if not (type(func) is cst.Attribute and func.attr.value == "apply"):
             return
         owner = ctx.qualname(func.value)
         if owner is None or not is_autograd_function(ctx.fa.summary.classes, owner):

@@ -34,10 +34,10 @@ SELF_RETURNING = frozenset(
 
 def _checks_buffer(test: cst.BaseExpression, attr: str, ctx) -> bool:
     """test compares `self.<attr>.device` / `.dtype` with something (`if self.pe.device != x.device:`)."""
-    if not isinstance(test, cst.Comparison):
+    if type(test) is not cst.Comparison:
         return False
     for side in (test.left, *(c.comparator for c in test.comparisons)):
-        if isinstance(side, cst.Attribute) and side.attr.value in ("device", "dtype") and ctx.self_attr(side.value) == attr:
+        if type(side) is cst.Attribute and side.attr.value in ("device", "dtype") and ctx.self_attr(side.value) == attr:
             return True
     return False
 
@@ -50,7 +50,7 @@ class BufferReassigned(Rule):
 
     def check(self, node, ctx):
         value = node.value
-        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        if not (type(value) is cst.Call and type(value.func) is cst.Attribute):
             return
         if value.func.attr.value not in SELF_RETURNING:
             return

@@ -41,13 +41,13 @@ class ShapeBranch(Rule):
         tests = [node.test]
         while tests:
             t = tests.pop()
-            if isinstance(t, cst.BooleanOperation):
+            if type(t) is cst.BooleanOperation:
                 tests += [t.left, t.right]
                 continue
-            if isinstance(t, cst.UnaryOperation):
+            if type(t) is cst.UnaryOperation:
                 tests.append(t.expression)
                 continue
-            if isinstance(t, cst.Comparison) and ctx.kind(t) == "SB":
+            if type(t) is cst.Comparison and ctx.kind(t) == "SB":
                 ctx.report(self, t, "branch on a tensor's size: Dynamo guards on it and recompiles for other sizes")
 
     invalid = (

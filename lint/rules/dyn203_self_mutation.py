@@ -35,7 +35,7 @@ class SelfMutation(Rule):
     node_types = (cst.AugAssign, cst.Assign)
 
     def check(self, node, ctx):
-        if isinstance(node, cst.AugAssign):
+        if type(node) is cst.AugAssign:
             attr = ctx.self_attr(node.target)
             if attr is not None and attr not in ctx.tensor_attrs and not ctx.is_tensor(node.value):
                 ctx.report(self, node, f"`self.{attr}` changes on every call: Dynamo guards on it and recompiles")
@@ -92,7 +92,7 @@ def _attrs_in(node):
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Attribute):
+        if type(n) is cst.Attribute:
             yield n
         stack.extend(fastcst.children(n))  # same nodes as .children, without rebuilding n
 

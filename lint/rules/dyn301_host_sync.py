@@ -36,14 +36,14 @@ class HostSync(Rule):
         if ctx.call_name(node) == "torch.cuda.synchronize":
             ctx.report(self, node, "`torch.cuda.synchronize()` waits for the device inside the model")
             return
-        if not isinstance(func, cst.Attribute) or not ctx.is_tensor(func.value):
+        if type(func) is not cst.Attribute or not ctx.is_tensor(func.value):
             return
         meth = func.attr.value
         if meth in ("cpu", "numpy") and not node.args:
             ctx.report(self, node, f"`.{meth}()` copies to the host and syncs with the device")
         elif meth == "to" and node.args:
             first = node.args[0]
-            if isinstance(first.value, cst.SimpleString) and first.value.evaluated_value == "cpu":
+            if type(first.value) is cst.SimpleString and first.value.evaluated_value == "cpu":
                 ctx.report(self, node, "`.to(\"cpu\")` copies to the host and syncs with the device")
 
     invalid = (
