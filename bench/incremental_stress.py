@@ -5,7 +5,7 @@
 
 Each step edits one random `modeling_*.py` file (a new function, a new function called from a
 forward, a call of one of the file's functions from a forward, a removed function, a new import,
-a print), then lints the tree through `dynalint.incremental.lint_tree` (as `dynalint check`
+a print, a new class, a new nn.Module with a forward, a new method of a class), then lints the tree through `dynalint.incremental.lint_tree` (as `dynalint check`
 does) and through the whole-tree path (`analyze_files` + `select_findings`, with the cache's
 per-file entries), and compares the findings. The edits accumulate; the copy is left edited.
 It prints each step's path (local or whole tree) and time, and the mismatches (there must be
@@ -42,7 +42,8 @@ def edit(path: Path, i: int) -> str:
     lines = text.splitlines(keepends=True)
     top_fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     forwards = [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, ast.FunctionDef) and m.name == "forward"]
-    kind = rng.choice(["def", "def+call", "call-existing", "remove-fn", "import", "print-in-fn"])
+    classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
+    kind = rng.choice(["def", "def+call", "call-existing", "remove-fn", "import", "print-in-fn", "class", "module-class", "method"])
     def insert_in(fn, stmt):
         # before the first line of the body's last statement, at its indentation
         last = fn.body[-1]
@@ -65,6 +66,18 @@ def edit(path: Path, i: int) -> str:
         lines.insert(0, f"import json as _dl_json_{i}\n")
     elif kind == "print-in-fn" and (forwards or top_fns):
         insert_in(rng.choice(forwards + top_fns), "print('x')")
+    elif kind == "class":
+        lines.append(f"\n\nclass _DlNew{i}:\n    def run(self, x):\n        print(x)\n        return x\n")
+    elif kind == "module-class":
+        lines.append(
+            f"\n\nclass _DlNewModule{i}(torch.nn.Module):\n    def forward(self, x):\n        self.show(x)\n"
+            "        return x\n\n    def show(self, x):\n        print(x)\n"
+        )
+    elif kind == "method" and classes:
+        cls = rng.choice(classes)
+        first = lines[cls.body[0].lineno - 1]
+        indent = first[: len(first) - len(first.lstrip())]
+        lines.insert(cls.end_lineno, f"\n{indent}def _dl_method_{i}(self, x):\n{indent}    print(x)\n")
     else:
         return "skip"
     path.write_text("".join(lines))

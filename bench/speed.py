@@ -18,8 +18,10 @@ Runs, each a fresh process, stdout thrown away, median wall time of `--runs`:
                      (the file's interface is unchanged: only it is analysed again)
   ... new def        the same, appending a new function instead (its interface changed, but
                      nothing other files see: still only it is analysed again)
-  ... new class      the same, appending a new class (it could be another file's base: the
-                     cross-file phases run over the whole tree again)
+  ... new class      the same, appending a new class that no other file names (still local)
+  ... new subclass   the same, appending a subclass of the file's first class (other files'
+                     calls may now dispatch to it: the cross-file phases run over the whole
+                     tree again)
   ruff               `ruff check --select ALL --no-cache TREE`
   parse: ast/libcst  with --parse-every N: CPU time of parsing every Nth file in this process
   torchfix           `torchfix TREE` (its default rules), from its own virtual environment
@@ -34,6 +36,7 @@ process as the kernel reports it (`wait4` rusage).
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import platform
@@ -251,9 +254,19 @@ def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path) -> list[Row]:
     def add_class(i: int) -> None:
         changed.write_text(original + f"\n\nclass EditedForRun{i}_{time.time_ns()}:\n    pass\n", encoding="utf-8")
 
-    # A new class may be a base of other files' classes: the whole-tree path.
+    # A new class nobody names, with bases outside the linted files: local.
     row = Row("dynalint 1 changed, new class", tree.name, tree.files, tree.lines, note=note)
     rows.append(measure(row, cmd, work, runs, before_each=add_class))
+
+    first_class = next((n.name for n in ast.parse(original).body if isinstance(n, ast.ClassDef)), None)
+
+    def add_subclass(i: int) -> None:
+        changed.write_text(original + f"\n\nclass EditedForRun{i}_{time.time_ns()}({first_class}):\n    pass\n", encoding="utf-8")
+
+    # A subclass of a class of the linted files: the whole-tree path.
+    if first_class is not None:
+        row = Row("dynalint 1 changed, new subclass", tree.name, tree.files, tree.lines, note=note)
+        rows.append(measure(row, cmd, work, runs, before_each=add_subclass))
     changed.write_text(original, encoding="utf-8")
     return rows
 

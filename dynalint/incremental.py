@@ -241,19 +241,26 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
     otherwise only entry points of other files (`res["entry_points"]`, from the last whole-tree
     run, whose own edits keep them so): then every other file keeps its live functions."""
     from dynalint import engine
-    from dynalint.lint.regions import memo_key, referenced_names, walk_within
+    from dynalint.lint.regions import memo_key, outside_base_is_module, referenced_names, walk_within
 
     visited = set(boundary["visited"])
     prefix = module + "."
     tops = set(res["tops"])
+    # Classes added or changed by edits since the last whole-tree run (`_new_classes`).
+    own_classes = set(boundary.get("own_classes", ()))
     for old_key, new in zip(old_keys, datas):
         old = cache.get(old_key) or cache.get(old_key + engine.INTERFACE_ONLY)
-        if old is None or not _same_outside(old, new, prefix, visited, tops):
+        added = None if old is None else _new_classes(old["classes"], new["classes"], visited, tops)
+        if added is None or not _same_outside(old, new, prefix, visited, tops):
             return None
+        own_classes |= added
     final = datas[-1]["functions"]
+    classes = datas[-1]["classes"]
     memo = boundary["memo"]
 
     def targets_of(fn: dict, edge: tuple) -> list:
+        if edge[0] != "name" and fn["cls"] in own_classes:  # before the memo: it may have changed
+            return _own_class_targets(classes[fn["cls"]], edge)
         found = memo.get(memo_key(fn["cls"], edge))
         if found is not None:
             return found
@@ -265,8 +272,15 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
 
     live: set = set()
     entry_points: Optional[set] = None
+    # The entry points of a class out of sight can only be its forward as a root: found again.
+    own_prefixes = tuple(cls + "." for cls in own_classes)
+    entries = {q: exits for q, exits in boundary["entries"].items() if not q.startswith(own_prefixes)}
+    for cls in sorted(own_classes):  # nothing depends on what such a forward reaches
+        info = classes[cls]
+        if "forward" in info["methods"] and any(outside_base_is_module(b) for b in info["bases"]):
+            entries[f"{cls}.forward"] = []
     try:
-        for start, exits in boundary["entries"].items():
+        for start, exits in entries.items():
             if start not in final:
                 return None
             inside, reached = walk_within(final, start, targets_of)
@@ -280,15 +294,61 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
             live |= inside
     except LookupError:
         return None
+    boundary["own_classes"] = sorted(own_classes)
     for new in datas:  # what resolving the new calls looks at, for the next edit
         visited.update(n for n in referenced_names(new) if n.startswith(prefix))
     boundary["visited"] = sorted(visited)
     return live
 
 
+def _new_classes(before: dict, after: dict, visited: set, tops: set) -> Optional[set]:
+    """The classes added or changed from `before` to `after` (a file's classes in two
+    analyses), None unless none is removed and each added or changed one is out of every other
+    file's sight, before and after: no resolution looked at its name or a name under it (no
+    file imports, subclasses, stores or calls it by name) and no base of it is a name of the
+    linted files (it subclasses none of their classes, so their methods never dispatch to it).
+    Its methods then resolve within it (`_own_class_targets`), only its forward can be a root,
+    and it is a module exactly when a base outside says so."""
+    if any(q not in after for q in before):
+        return None
+    own = set()
+    for q, info in after.items():
+        was = before.get(q)
+        if info == was:
+            continue
+        under = q + "."
+        if q in visited or any(n.startswith(under) for n in visited):
+            return None
+        for version in (info, was or info):
+            if any(b.partition(".")[0] in tops for b in version["bases"]):
+                return None
+        own.add(q)
+    return own
+
+
+def _own_class_targets(info: dict, edge: tuple) -> list:
+    """`Project.resolve_edge` for a method of a class whose bases are all outside the linted
+    files and which has no subclasses (`_new_classes`): its MRO is itself."""
+    kind = edge[0]
+    if kind == "self":
+        if edge[1] in info["methods"]:
+            return [f"{info['qualname']}.{edge[1]}"]
+        if info["attr_types"].get(edge[1]):
+            raise LookupError(edge)  # a submodule of another file's class
+        return []
+    if kind == "selfattr":
+        if info["attr_types"].get(edge[1]):
+            raise LookupError(edge)
+        return []
+    if kind == "super":
+        return []
+    raise LookupError(edge)
+
+
 def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set) -> bool:
-    """Whether two analyses of one file show the other files the same thing (`_local_change`)."""
-    if old["classes"] != new["classes"] or old["compile_targets"] != new["compile_targets"]:
+    """Whether two analyses of one file show the other files the same thing (`_local_change`);
+    their classes are compared by `_new_classes`."""
+    if old["compile_targets"] != new["compile_targets"]:
         return False
     if old["imports"] != new["imports"]:
         for local in old["imports"].keys() | new["imports"].keys():

@@ -66,9 +66,15 @@ class Project:
             self.visited.add(name)
         return name
 
+    def _own(self, cls: str) -> str:
+        """`canonical(cls)`, but a class of the linted files asked about itself (the roots
+        enumerating classes, a method resolving its calls) is no name looked at: `visited`
+        keeps the names that resolution reached from somewhere else."""
+        return cls if cls in self.classes else self.canonical(cls)
+
     # -- module-ness --------------------------------------------------------------------------
     def is_module(self, cls: str, depth: int = 0) -> bool:
-        cls = self.canonical(cls)
+        cls = self._own(cls)
         if cls in self._module_cache:
             return self._module_cache[cls]
         self._module_cache[cls] = False  # cycles
@@ -82,15 +88,9 @@ class Project:
 
     def _base_is_module(self, base: str, depth: int) -> bool:
         b = self.canonical(base)
-        if b in self.classes or b.startswith("torch.nn."):
+        if b in self.classes:
             return self.is_module(b, depth + 1)
-        if b in NON_MODULE_BASES or b.split(".")[-1] in NON_MODULE_BASES:
-            return False
-        if b.startswith(("torch.", "typing.", "abc.", "enum.", "collections.", "dataclasses.")):
-            return False
-        # A base from outside the linted files (PreTrainedModel, LightningModule, ...): treat it
-        # as a module; only classes with a forward become roots, so config/data classes stay out.
-        return "." in b
+        return outside_base_is_module(b)
 
     def mro(self, cls: str) -> list[str]:
         # Memoised: reachability asks for the same classes' MROs tens of thousands of times.
@@ -100,7 +100,7 @@ class Project:
         return cached
 
     def _compute_mro(self, cls: str) -> list[str]:
-        out, queue, seen = [], [self.canonical(cls)], set()
+        out, queue, seen = [], [self._own(cls)], set()
         while queue:
             c = queue.pop(0)
             if c in seen or c not in self.classes:
@@ -220,6 +220,19 @@ class Project:
                     if target not in seen:
                         queue.append(target)
         return seen
+
+
+def outside_base_is_module(base: str) -> bool:
+    """Whether a base class that is not a class of the linted files makes an nn.Module."""
+    if base.startswith("torch.nn."):
+        return True
+    if base in NON_MODULE_BASES or base.split(".")[-1] in NON_MODULE_BASES:
+        return False
+    if base.startswith(("torch.", "typing.", "abc.", "enum.", "collections.", "dataclasses.")):
+        return False
+    # A base from outside the linted files (PreTrainedModel, LightningModule, ...): treat it as a
+    # module; only classes with a forward become roots, so config/data classes stay out.
+    return "." in base
 
 
 def referenced_names(entry: dict) -> Iterable[str]:

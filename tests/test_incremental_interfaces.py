@@ -126,7 +126,28 @@ STEPS = [
      _replace("pkg/model.py", "h = gate(h)", "h = gate(h, h)"), WHOLE_TREE, ("pkg/ops.py", "DYN120")),
     ("a function nobody calls is removed", _replace("pkg/ops.py", "\ndef twice(x):\n    return x\n", "\n"), LOCAL, None),
     ("a function called in its file is removed", _replace("pkg/model.py", "\ndef stop(x):\n    breakpoint()\n", "\n"), WHOLE_TREE, None),
+    ("a new class nobody uses", _append("pkg/model.py", "\nclass Plain:\n    def size(self):\n        return 3\n"), LOCAL, None),
+    ("a new nn.Module whose forward stops in the debugger",
+     _append("pkg/model.py", "\nclass Extra(nn.Module):\n    def forward(self, x):\n        self.halt(x)\n        return x * 2\n\n    def halt(self, x):\n        breakpoint()\n"),
+     LOCAL, ("pkg/model.py", "DYN102")),
+    ("...no nn.Module any more", _replace("pkg/model.py", "class Extra(nn.Module):", "class Extra:"), LOCAL, None),
+    ("...a module again", _replace("pkg/model.py", "class Extra:", "class Extra(nn.Module):"), LOCAL, ("pkg/model.py", "DYN102")),
+    ("...its forward stops calling its method",
+     _replace("pkg/model.py", "        self.halt(x)\n        return x * 2", "        return x * 2"), LOCAL, None),
+    # Block.forward calls self.proj: a method of a subclass of the same name is live
+    ("a new class subclasses a class of the linted files",
+     _append("pkg/model.py", "\nclass Wide(Block):\n    def proj(self, x):\n        breakpoint()\n        return x\n"),
+     WHOLE_TREE, ("pkg/model.py", "DYN102")),
+    ("...and then subclasses nn.Module instead", _replace("pkg/model.py", "class Wide(Block):", "class Wide(nn.Module):"), WHOLE_TREE, None),
+    ("a class of the last whole-tree run becomes an nn.Module calling a method it lacks",
+     _replace("pkg/model.py", "class Plain:\n    def size(self):\n        return 3\n",
+              "class Plain(nn.Module):\n    def forward(self, x):\n        self.step(x)\n        return x\n"),
+     LOCAL, None),
     ("a method is added", _replace("pkg/model.py", "        return self.proj(clip(x))", "        return self.proj(clip(x))\n\n    def extra(self):\n        return 1"), WHOLE_TREE, None),
+    ("the module of the last whole-tree run gets that method, which stops in the debugger",
+     _replace("pkg/model.py", "        self.step(x)\n        return x\n", "        self.step(x)\n        return x\n\n    def step(self, x):\n        breakpoint()\n"),
+     LOCAL, ("pkg/model.py", "DYN102")),
+    ("...and is no module any more", _replace("pkg/model.py", "class Plain(nn.Module):", "class Plain:"), LOCAL, None),
     ("a compiled function is added", _append("pkg/model.py", "\n@torch.compile\ndef fast(x):\n    print(x)\n    return x\n"), WHOLE_TREE, ("pkg/model.py", "DYN101")),
     ("a helper no longer returns a tensor", _replace("pkg/ops.py", "    return x / x.norm()", "    return 1"), WHOLE_TREE, None),
     # names model.py looks for in ops.py before ops.py has them
@@ -138,11 +159,25 @@ STEPS = [
     ("...the other imported from util.py now",
      _replace("pkg/ops.py", "from .util import loud\n", "from .util import loud\nfrom .util import whisper as shout\n"),
      WHOLE_TREE, ("pkg/util.py", "DYN102")),
+    ("forward uses a class it imports from ops.py, which does not define it yet",
+     _replace("pkg/model.py", "        later(h)\n", "        later(h)\n        h = Gadget()(h)\n"), WHOLE_TREE, None),
+    ("...imported", _replace("pkg/model.py", "gate, later, normalize", "gate, Gadget, later, normalize"), WHOLE_TREE, None),
+    ("...defined now, as an nn.Module: a class another file looked for",
+     _append("pkg/ops.py", "\nclass Gadget(torch.nn.Module):\n    def forward(self, x):\n        print(x.mean())\n        return x\n"),
+     WHOLE_TREE, None),
 ]
 
 
 # Steps after which a file has no finding left (it had some before).
 LOSES = {"the last live call out of the file is dropped": "pkg/util.py"}
+# Steps after which a file has no finding of a code left (it had one before).
+LOSES_CODE = {
+    "...no nn.Module any more": ("pkg/model.py", "DYN102"),
+    "...its forward stops calling its method": ("pkg/model.py", "DYN102"),
+    "...and then subclasses nn.Module instead": ("pkg/model.py", "DYN102"),
+    "...and is no module any more": ("pkg/model.py", "DYN102"),
+}
+assert LOSES_CODE.keys() <= {step[0] for step in STEPS}
 assert LOSES.keys() <= {step[0] for step in STEPS}
 
 
@@ -175,4 +210,6 @@ def test_each_edit_gives_the_findings_of_a_run_without_cache(session, monkeypatc
         assert brings in [(f[0], f[3]) for f in warm]
     if _what in LOSES:
         assert LOSES[_what] not in [f[0] for f in warm]
+    if _what in LOSES_CODE:
+        assert LOSES_CODE[_what] not in [(f[0], f[3]) for f in warm]
     assert findings_incremental(root, cache_dir, jobs=jobs) == warm and whole.count <= 1  # the state was kept
