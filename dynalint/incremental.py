@@ -276,8 +276,8 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
     own_prefixes = tuple(cls + "." for cls in own_classes)
     entries = {q: exits for q, exits in boundary["entries"].items() if not q.startswith(own_prefixes)}
     for cls in sorted(own_classes):  # nothing depends on what such a forward reaches
-        info = classes[cls]
-        if "forward" in info["methods"] and any(outside_base_is_module(b) for b in info["bases"]):
+        info = classes.get(cls)
+        if info is not None and "forward" in info["methods"] and any(outside_base_is_module(b) for b in info["bases"]):
             entries[f"{cls}.forward"] = []
     try:
         for start, exits in entries.items():
@@ -302,25 +302,23 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
 
 
 def _new_classes(before: dict, after: dict, visited: set, tops: set) -> Optional[set]:
-    """The classes added or changed from `before` to `after` (a file's classes in two
-    analyses), None unless none is removed and each added or changed one is out of every other
-    file's sight, before and after: no resolution looked at its name or a name under it (no
-    file imports, subclasses, stores or calls it by name) and no base of it is a name of the
-    linted files (it subclasses none of their classes, so their methods never dispatch to it).
-    Its methods then resolve within it (`_own_class_targets`), only its forward can be a root,
-    and it is a module exactly when a base outside says so."""
-    if any(q not in after for q in before):
-        return None
+    """The classes added, changed or removed from `before` to `after` (a file's classes in two
+    analyses), None unless each of them is out of every other file's sight, before and after:
+    no resolution looked at its name or a name under it (no file imports, subclasses, stores
+    or calls it by name) and no base of it is a name of the linted files (it subclasses none of
+    their classes, so their methods never dispatch to it). Its methods then resolve within it
+    (`_own_class_targets`), only its forward can be a root, and it is a module exactly when a
+    base outside says so."""
     own = set()
-    for q, info in after.items():
-        was = before.get(q)
+    for q in after.keys() | before.keys():
+        info, was = after.get(q), before.get(q)
         if info == was:
             continue
         under = q + "."
         if q in visited or any(n.startswith(under) for n in visited):
             return None
-        for version in (info, was or info):
-            if any(b.partition(".")[0] in tops for b in version["bases"]):
+        for version in (info, was):
+            if version is not None and any(b.partition(".")[0] in tops for b in version["bases"]):
                 return None
         own.add(q)
     return own

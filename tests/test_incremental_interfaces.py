@@ -148,6 +148,7 @@ STEPS = [
      _replace("pkg/model.py", "        self.step(x)\n        return x\n", "        self.step(x)\n        return x\n\n    def step(self, x):\n        breakpoint()\n"),
      LOCAL, ("pkg/model.py", "DYN102")),
     ("...and is no module any more", _replace("pkg/model.py", "class Plain(nn.Module):", "class Plain:"), LOCAL, None),
+    ("a class out of other files' sight is removed", _replace("pkg/model.py", "class Plain:\n", "class _Gone:\n"), LOCAL, None),
     ("a compiled function is added", _append("pkg/model.py", "\n@torch.compile\ndef fast(x):\n    print(x)\n    return x\n"), WHOLE_TREE, ("pkg/model.py", "DYN101")),
     ("a helper no longer returns a tensor", _replace("pkg/ops.py", "    return x / x.norm()", "    return 1"), WHOLE_TREE, None),
     # names model.py looks for in ops.py before ops.py has them
@@ -165,6 +166,7 @@ STEPS = [
     ("...defined now, as an nn.Module: a class another file looked for",
      _append("pkg/ops.py", "\nclass Gadget(torch.nn.Module):\n    def forward(self, x):\n        print(x.mean())\n        return x\n"),
      WHOLE_TREE, None),
+    ("a class another class stores is removed", _replace("pkg/model.py", "class Block(nn.Module):", "class Brick(nn.Module):"), WHOLE_TREE, None),
 ]
 
 
