@@ -5,9 +5,10 @@
 
 Each step edits one random `modeling_*.py` file (a new function, a new function called from a
 forward, a call of one of the file's functions from a forward, a removed function, a new import,
-a print, a new class, a new nn.Module with a forward, a new method of a class), then lints the tree through `dynalint.incremental.lint_tree` (as `dynalint check`
-does) and through the whole-tree path (`analyze_files` + `select_findings`, with the cache's
-per-file entries), and compares the findings. The edits accumulate; the copy is left edited.
+a print, a new class, a new nn.Module with a forward, a new method of a class), then lints the
+tree through `dynalint.incremental.lint_tree` (as `dynalint check` does) and through the
+whole-tree path (`analyze_files` + `select_findings`, with the cache's per-file entries), and
+compares the findings. The edits accumulate; the copy is left edited.
 It prints each step's path (local or whole tree) and time, and the mismatches (there must be
 none).
 """

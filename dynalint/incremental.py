@@ -314,14 +314,19 @@ def _new_classes(before: dict, after: dict, visited: set, tops: set) -> Optional
         info, was = after.get(q), before.get(q)
         if info == was:
             continue
-        under = q + "."
-        if q in visited or any(n.startswith(under) for n in visited):
+        if _looked_at(q, visited):
             return None
         for version in (info, was):
             if version is not None and any(b.partition(".")[0] in tops for b in version["bases"]):
                 return None
         own.add(q)
     return own
+
+
+def _looked_at(name: str, visited: set) -> bool:
+    """Did resolution look at `name` or at a name under it (`pkg.mod.Class.method`)?"""
+    under = name + "."
+    return name in visited or any(n.startswith(under) for n in visited)
 
 
 def _own_class_targets(info: dict, edge: tuple) -> list:
@@ -351,8 +356,7 @@ def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set) ->
     if old["imports"] != new["imports"]:
         for local in old["imports"].keys() | new["imports"].keys():
             if old["imports"].get(local) != new["imports"].get(local):
-                alias = prefix + local
-                if any(n == alias or n.startswith(alias + ".") for n in visited):
+                if _looked_at(prefix + local, visited):
                     return False
     if _project_part(old["call_hints"], tops) != _project_part(new["call_hints"], tops):
         return False

@@ -255,9 +255,13 @@ class Positions(dict):
                 return rng
         if self.complete:
             raise KeyError(node)
+        self.position_whole_module()
+        return self[node]
+
+    def position_whole_module(self) -> None:
+        """Every node of the module, in place of the pieces."""
         self.complete = True
         self.shifted = [(_module_positions(self.module), 0)]
-        return self[node]
 
 
 def _code_range(raw: tuple, delta: int):
@@ -372,8 +376,7 @@ def positions(module: cst.Module, source: Optional[str] = None, within: Optional
     if source is not None:
         _remember_source(module, source)
     if within is None or source is None or not _positions_within(module, source, within, out):
-        out.complete = True
-        out.shifted = [(_module_positions(module), 0)]
+        out.position_whole_module()
     return out
 
 
