@@ -5,7 +5,8 @@
 
 Each step edits one random `modeling_*.py` file (a new function, a new function called from a
 forward, a call of one of the file's functions from a forward, a removed function, a new import,
-a print, a new class, a new nn.Module with a forward, a new method of a class), then lints the
+a print, a new class, a new nn.Module with a forward, a new method of a class, a subclass of
+one of the file's classes with a forward, one overriding a method of it), then lints the
 tree through `dynalint.incremental.lint_tree` (as `dynalint check` does) and through the
 whole-tree path (`analyze_files` + `select_findings`, with the cache's per-file entries), and
 compares the findings. The edits accumulate; the copy is left edited.
@@ -44,7 +45,10 @@ def edit(path: Path, i: int) -> str:
     top_fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     forwards = [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, ast.FunctionDef) and m.name == "forward"]
     classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
-    kind = rng.choice(["def", "def+call", "call-existing", "remove-fn", "import", "print-in-fn", "class", "module-class", "method"])
+    kind = rng.choice(
+        ["def", "def+call", "call-existing", "remove-fn", "import", "print-in-fn", "class", "module-class", "method",
+         "subclass", "override"]
+    )
     def insert_in(fn, stmt):
         # before the first line of the body's last statement, at its indentation
         last = fn.body[-1]
@@ -79,6 +83,22 @@ def edit(path: Path, i: int) -> str:
         first = lines[cls.body[0].lineno - 1]
         indent = first[: len(first) - len(first.lstrip())]
         lines.insert(cls.end_lineno, f"\n{indent}def _dl_method_{i}(self, x):\n{indent}    print(x)\n")
+    elif kind == "subclass" and classes:
+        base = rng.choice(classes).name
+        lines.append(
+            f"\n\nclass _DlSub{i}({base}):\n    def forward(self, *args, **kwargs):\n        print(args)\n"
+            "        return super().forward(*args, **kwargs)\n"
+        )
+    elif kind == "override" and classes:
+        cls = rng.choice(classes)
+        methods = [m.name for m in cls.body if isinstance(m, ast.FunctionDef) and not m.name.startswith("__")]
+        if not methods:
+            return "skip"
+        name = rng.choice(methods)
+        lines.append(
+            f"\n\nclass _DlOverride{i}({cls.name}):\n    def {name}(self, *args, **kwargs):\n        print(args)\n"
+            f"        return super().{name}(*args, **kwargs)\n"
+        )
     else:
         return "skip"
     path.write_text("".join(lines))

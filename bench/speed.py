@@ -19,9 +19,11 @@ Runs, each a fresh process, stdout thrown away, median wall time of `--runs`:
   ... new def        the same, appending a new function instead (its interface changed, but
                      nothing other files see: still only it is analysed again)
   ... new class      the same, appending a new class that no other file names (still local)
-  ... new subclass   the same, appending a subclass of the file's first class (other files'
-                     calls may now dispatch to it: the cross-file phases run over the whole
-                     tree again)
+  ... new subclass   the same, appending a subclass of the file's first class (a class of
+                     the same file that no other file names: still only it is analysed again)
+  ... new method     the same, adding a method to the file's first class (other files name
+                     that class, so their calls may dispatch to the method: the cross-file
+                     phases run over the whole tree again)
   ruff               `ruff check --select ALL --no-cache TREE`
   parse: ast/libcst  with --parse-every N: CPU time of parsing every Nth file in this process
   torchfix           `torchfix TREE` (its default rules), from its own virtual environment
@@ -263,10 +265,24 @@ def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path) -> list[Row]:
     def add_subclass(i: int) -> None:
         changed.write_text(original + f"\n\nclass EditedForRun{i}_{time.time_ns()}({first_class}):\n    pass\n", encoding="utf-8")
 
-    # A subclass of a class of the linted files: the whole-tree path.
+    # A subclass of a class of the same file, named by no other file: local.
     if first_class is not None:
         row = Row("dynalint 1 changed, new subclass", tree.name, tree.files, tree.lines, note=note)
         rows.append(measure(row, cmd, work, runs, before_each=add_subclass))
+
+    first = next((n for n in ast.parse(original).body if isinstance(n, ast.ClassDef)), None)
+    lines = original.splitlines(keepends=True)
+
+    def add_method(i: int) -> None:
+        body = lines[first.body[0].lineno - 1]
+        indent = body[: len(body) - len(body.lstrip())]
+        method = f"\n{indent}def edited_for_run_{i}_{time.time_ns()}(self, x):\n{indent}    return x\n"
+        changed.write_text("".join(lines[: first.end_lineno] + [method] + lines[first.end_lineno :]), encoding="utf-8")
+
+    # A new method of a class other files name (in both trees' changed files): the whole-tree path.
+    if first is not None:
+        row = Row("dynalint 1 changed, new method", tree.name, tree.files, tree.lines, note=note)
+        rows.append(measure(row, cmd, work, runs, before_each=add_method))
     changed.write_text(original, encoding="utf-8")
     return rows
 

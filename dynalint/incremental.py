@@ -185,6 +185,7 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
             return None
         live_in = live_file["files"]
     res = None  # what proves a changed interface local: loaded for the first one
+    modules = {w[2] for w in work}
     for item, key in changed:
         if item[0] not in live_in:
             return None
@@ -206,7 +207,7 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
                 return None
             boundary = marshal.loads(blob)
             old_keys = [entry[0]] + [old_key for _facts, old_key, _fp in entry[2]]
-            live = _local_change(item[2], boundary, old_keys, datas, cache, res)
+            live = _local_change(item[2], boundary, old_keys, datas, cache, res, modules)
             if live is None:
                 return None
             res["files"][item[0]] = marshal.dumps(boundary)  # names the new calls look at
@@ -227,7 +228,9 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
     return engine.enabled_findings(summaries, config), bool(changed) or stats_changed  # all live
 
 
-def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[dict], cache, res: dict) -> Optional[set]:
+def _local_change(
+    module: str, boundary: dict, old_keys: list[str], datas: list[dict], cache, res: dict, modules: set
+) -> Optional[set]:
     """The file's live functions when its changed interface provably changes nothing in other
     files (see `lint.regions.boundaries`), else None. `datas`: its new analyses (alone, then with
     each round's facts), `old_keys`: the cache keys of the analyses they replace.
@@ -246,19 +249,47 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
     visited = set(boundary["visited"])
     prefix = module + "."
     tops = set(res["tops"])
-    # Classes added or changed by edits since the last whole-tree run (`_new_classes`).
+    # Classes added or changed by edits since the last whole-tree run (`_new_classes`): with
+    # bases outside the linted files, or (subclasses) with some base a class of this file.
     own_classes = set(boundary.get("own_classes", ()))
+    subclasses = set(boundary.get("local_subclasses", ()))
+    versions = []  # each analysis's classes, old and new, with a resolver within the file
     for old_key, new in zip(old_keys, datas):
         old = cache.get(old_key) or cache.get(old_key + engine.INTERFACE_ONLY)
         added = None if old is None else _new_classes(old["classes"], new["classes"], visited, tops)
         if added is None or not _same_outside(old, new, prefix, visited, tops):
             return None
-        own_classes |= added
+        own_classes |= added[0]
+        subclasses |= added[1]
+        versions += [_FileClasses(old, modules), _FileClasses(new, modules)]
+    own_classes -= subclasses  # a class that subclassed one of the file's in some version
     final = datas[-1]["functions"]
     classes = datas[-1]["classes"]
     memo = boundary["memo"]
+    # Subclasses of the file's classes: their methods resolve within the file (`_FileClasses`).
+    # They change no other resolution while no live method of a class above them calls through
+    # self a method name they define, and they add no root but their own forward.
+    try:
+        for version in versions:
+            for cls in subclasses & version.classes.keys():
+                above = version.mro(cls)[1:]
+                if own_classes.intersection(above):
+                    return None  # an own class's calls are resolved as if it had no subclass
+                names = version.classes[cls]["methods"]
+                if any(memo_key(c, ("self", m)) in memo for c in above for m in names):
+                    return None
+                forward = version.find_method(cls, "forward") if version.is_module(cls) else None
+                if forward is not None and forward != f"{cls}.forward":
+                    # Inherited: a root without this class only if its class is a module.
+                    if not version.is_module(forward.rpartition(".")[0]):
+                        return None
+    except LookupError:
+        return None
+    resolver = versions[-1]
 
     def targets_of(fn: dict, edge: tuple) -> list:
+        if edge[0] != "name" and fn["cls"] in subclasses:
+            return resolver.targets(fn["cls"], edge)
         if edge[0] != "name" and fn["cls"] in own_classes:  # before the memo: it may have changed
             return _own_class_targets(classes[fn["cls"]], edge)
         found = memo.get(memo_key(fn["cls"], edge))
@@ -273,12 +304,18 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
     live: set = set()
     entry_points: Optional[set] = None
     # The entry points of a class out of sight can only be its forward as a root: found again.
-    own_prefixes = tuple(cls + "." for cls in own_classes)
+    own_prefixes = tuple(cls + "." for cls in own_classes | subclasses)
     entries = {q: exits for q, exits in boundary["entries"].items() if not q.startswith(own_prefixes)}
-    for cls in sorted(own_classes):  # nothing depends on what such a forward reaches
+    for cls in sorted(own_classes):  # held to what it reached at the last whole-tree run, if any
         info = classes.get(cls)
         if info is not None and "forward" in info["methods"] and any(outside_base_is_module(b) for b in info["bases"]):
-            entries[f"{cls}.forward"] = []
+            entries[f"{cls}.forward"] = boundary["entries"].get(f"{cls}.forward", [])
+    for q, exits in boundary["entries"].items():
+        if q.startswith(own_prefixes) and q not in entries and exits:
+            return None  # no root any more: what only it reached may no longer be live
+    for cls in sorted(subclasses & classes.keys()):
+        if "forward" in classes[cls]["methods"] and resolver.is_module(cls):
+            entries[f"{cls}.forward"] = boundary["entries"].get(f"{cls}.forward", [])
     try:
         for start, exits in entries.items():
             if start not in final:
@@ -295,38 +332,138 @@ def _local_change(module: str, boundary: dict, old_keys: list[str], datas: list[
     except LookupError:
         return None
     boundary["own_classes"] = sorted(own_classes)
+    boundary["local_subclasses"] = sorted(subclasses)
     for new in datas:  # what resolving the new calls looks at, for the next edit
         visited.update(n for n in referenced_names(new) if n.startswith(prefix))
     boundary["visited"] = sorted(visited)
     return live
 
 
-def _new_classes(before: dict, after: dict, visited: set, tops: set) -> Optional[set]:
+def _new_classes(before: dict, after: dict, visited: set, tops: set) -> Optional[tuple[set, set]]:
     """The classes added, changed or removed from `before` to `after` (a file's classes in two
     analyses), None unless each of them is out of every other file's sight, before and after:
     no resolution looked at its name or a name under it (no file imports, subclasses, stores
-    or calls it by name) and no base of it is a name of the linted files (it subclasses none of
-    their classes, so their methods never dispatch to it). Its methods then resolve within it
-    (`_own_class_targets`), only its forward can be a root, and it is a module exactly when a
-    base outside says so."""
-    own = set()
+    or calls it by name). Returned in two sets: those whose bases are all outside the linted
+    files (own classes: their methods resolve within them, `_own_class_targets`; only their
+    forward can be a root, and they are modules exactly when a base outside says so), and
+    those with a base that may be a class of the linted files (subclasses: `_local_change`
+    resolves them with `_FileClasses`, which gives up on a class of another file)."""
+    own, subclasses = set(), set()
     for q in after.keys() | before.keys():
         info, was = after.get(q), before.get(q)
         if info == was:
             continue
         if _looked_at(q, visited):
             return None
-        for version in (info, was):
-            if version is not None and any(b.partition(".")[0] in tops for b in version["bases"]):
-                return None
-        own.add(q)
-    return own
+        versions = [v for v in (info, was) if v is not None]
+        linted_base = any(b.partition(".")[0] in tops for v in versions for b in v["bases"])
+        (subclasses if linted_base else own).add(q)
+    return own, subclasses
 
 
 def _looked_at(name: str, visited: set) -> bool:
     """Did resolution look at `name` or at a name under it (`pkg.mod.Class.method`)?"""
     under = name + "."
     return name in visited or any(n.startswith(under) for n in visited)
+
+
+class _FileClasses:
+    """`Project`'s class resolution (MRO, module-ness, methods, call targets) over one file's
+    analysis, for classes nobody outside the file names: every linted class met on the way must
+    be one of the file's (a name under a linted module otherwise raises LookupError: only the
+    whole project resolves it), any other name is a class outside the linted files."""
+
+    def __init__(self, entry: dict, modules: set):
+        self.classes = entry["classes"]
+        self.functions = entry["functions"]
+        self.modules = modules
+
+    def _in_file(self, name: str) -> bool:
+        if name in self.classes or name in self.functions:
+            return True
+        head = name
+        while "." in head:
+            head = head.rpartition(".")[0]
+            if head in self.modules:
+                raise LookupError(name)
+        return False
+
+    def mro(self, cls: str) -> list[str]:
+        out, queue = [], [cls]
+        while queue:
+            c = queue.pop(0)
+            if c in out or not self._in_file(c) or c not in self.classes:
+                continue
+            out.append(c)
+            queue.extend(self.classes[c]["bases"])
+        return out
+
+    def is_module(self, cls: str, seen: frozenset = frozenset()) -> bool:
+        from dynalint.lint.regions import outside_base_is_module
+
+        if cls in seen:
+            return False  # a cycle, as `Project.is_module` ends it
+        return any(
+            self.is_module(b, seen | {cls}) if self._in_file(b) and b in self.classes else outside_base_is_module(b)
+            for b in self.classes[cls]["bases"]
+        )
+
+    def find_method(self, cls: str, name: str) -> Optional[str]:
+        for c in self.mro(cls):
+            if name in self.classes[c]["methods"]:
+                return f"{c}.{name}"
+        return None
+
+    def subclasses(self, cls: str) -> list[str]:
+        # Other files' classes never name such a class; the file's own name it as it is.
+        out, queue = [], [cls]
+        while queue:
+            c = queue.pop()
+            for q, info in self.classes.items():
+                if c in info["bases"] and q != cls and q not in out:
+                    out.append(q)
+                    queue.append(q)
+        return out
+
+    def _callable_targets(self, name: str) -> list[str]:
+        if not self._in_file(name):
+            return []
+        if name in self.functions:
+            return [name]
+        found = self.find_method(name, "forward") if name in self.classes else None
+        return [found] if found else []
+
+    def _attr_types(self, cls: str, attr: str) -> list[str]:
+        for c in self.mro(cls):
+            types = self.classes[c]["attr_types"].get(attr)
+            if types:
+                return types
+        return []
+
+    def targets(self, cls: str, edge: tuple) -> list[str]:
+        """`Project.resolve_edge` for a method of `cls`."""
+        kind = edge[0]
+        if kind == "self":
+            found = self.find_method(cls, edge[1])
+            out = [found] if found else []
+            out += [f"{sub}.{edge[1]}" for sub in self.subclasses(cls) if edge[1] in self.classes[sub]["methods"]]
+            if not out:
+                for t in self._attr_types(cls, edge[1]):
+                    out += self._callable_targets(t)
+            return out
+        if kind == "selfattr":
+            out = []
+            for t in self._attr_types(cls, edge[1]):
+                if self._in_file(t) and t in self.classes:
+                    found = self.find_method(t, edge[2])
+                    out += [found] if found else []
+            return out
+        if kind == "super":
+            for base in self.mro(cls)[1:]:
+                if edge[1] in self.classes[base]["methods"]:
+                    return [f"{base}.{edge[1]}"]
+            return []
+        raise LookupError(edge)
 
 
 def _own_class_targets(info: dict, edge: tuple) -> list:

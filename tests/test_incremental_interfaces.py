@@ -167,6 +167,54 @@ STEPS = [
      _append("pkg/ops.py", "\nclass Gadget(torch.nn.Module):\n    def forward(self, x):\n        print(x.mean())\n        return x\n"),
      WHOLE_TREE, None),
     ("a class another class stores is removed", _replace("pkg/model.py", "class Block(nn.Module):", "class Brick(nn.Module):"), WHOLE_TREE, None),
+    # Subclasses of a class of the same file, named by no other file: their methods resolve
+    # within the file (`incremental._FileClasses`)
+    ("an empty subclass of a module of its file", _append("pkg/model.py", "\nclass Deep(Net):\n    pass\n"), LOCAL, None),
+    ("...gets a forward of its own, which stops in the debugger",
+     _replace("pkg/model.py", "class Deep(Net):\n    pass\n",
+              "class Deep(Net):\n    def forward(self, x):\n        breakpoint()\n        return super().forward(x)\n"),
+     LOCAL, ("pkg/model.py", "DYN102")),
+    # Net.forward calls self.block(...): a subclass's method of that name is live through it
+    ("...and a method its base's forward calls through self",
+     _replace("pkg/model.py", "        return super().forward(x)\n",
+              "        return super().forward(x)\n\n    def block(self, h):\n        print(h.shape)\n        return h\n"),
+     WHOLE_TREE, None),
+    ("...which the last whole-tree run resolved to: the subclass is removed",
+     _replace("pkg/model.py", "class Deep(Net):\n", "class _Deep:\n"), WHOLE_TREE, None),
+    ("a subclass of another file's class", _append("pkg/model.py", "\nclass Gizmo(Gadget):\n    pass\n"), WHOLE_TREE, None),
+    ("a new function in util.py", _append("pkg/util.py", "\ndef hush(x):\n    print(x.sum())\n"), LOCAL, None),
+    ("model.py imports it", _replace("pkg/model.py", "import math\n", "import math\nfrom .util import hush\n"), LOCAL, None),
+    ("a new module calls it, and so does a function nobody calls",
+     _append("pkg/model.py", "\nclass Quiet(nn.Module):\n    def forward(self, x):\n        hush(torch.zeros(1))\n        return x\n\ndef unused(x):\n    hush(torch.zeros(1))\n"
+             "\nclass Mix:\n    def forward(self, x):\n        breakpoint()\n        return x\n"),
+     WHOLE_TREE, None),
+    # The file still calls hush, with the same tensor (from `unused`): only what Quiet.forward
+    # reached last time tells
+    ("...the module's forward drops the call as the class gains a method",
+     _replace("pkg/model.py", "        hush(torch.zeros(1))\n        return x\n\ndef unused", "        return x\n\n    def spare(self):\n        return 0\n\ndef unused"),
+     WHOLE_TREE, None),
+    # Mix is no module: its forward is a root only through the new subclass
+    ("an empty subclass makes a module of a class of the file and nn.Module",
+     _append("pkg/model.py", "\nclass Both(Mix, nn.Module):\n    pass\n"), WHOLE_TREE, ("pkg/model.py", "DYN102")),
+    # No live function called hush at the last whole-tree run: resolving it needs the project
+    ("a subclass of a module of its file whose forward calls another file's function",
+     _append("pkg/model.py", "\nclass Kin(Net):\n    def forward(self, x):\n        hush(torch.zeros(1))\n        return x\n"),
+     WHOLE_TREE, None),
+    # `unused` still calls hush with a tensor: only the entry Kin.forward was tells
+    ("...whose forward goes: it inherits its base's",
+     _replace("pkg/model.py", "class Kin(Net):\n    def forward(self, x):\n        hush(torch.zeros(1))\n        return x\n",
+              "class Kin(Net):\n    pass\n"),
+     WHOLE_TREE, None),
+    # Both new: the second one's method is live through the first one's call
+    ("a subclass and its subclass, whose method the first one's forward calls through self",
+     _append("pkg/model.py", "\nclass Tapped(Net):\n    def forward(self, x):\n        return self.tap(x)\n\n    def tap(self, x):\n        return x\n"
+             "\nclass Leaky(Tapped):\n    def tap(self, x):\n        print(x.max())\n        return x\n"),
+     LOCAL, None),
+    # Plug resolves its calls as if it had no subclass (an own class): not with one
+    ("an own class and a subclass of it, whose method the own class's forward calls through self",
+     _append("pkg/model.py", "\nclass Plug(nn.Module):\n    def forward(self, x):\n        return self.tap(x)\n"
+             "\nclass Probe(Plug):\n    def tap(self, x):\n        print(x.min())\n        return x\n"),
+     WHOLE_TREE, None),
 ]
 
 
@@ -178,6 +226,7 @@ LOSES_CODE = {
     "...its forward stops calling its method": ("pkg/model.py", "DYN102"),
     "...and then subclasses nn.Module instead": ("pkg/model.py", "DYN102"),
     "...and is no module any more": ("pkg/model.py", "DYN102"),
+    "...which the last whole-tree run resolved to: the subclass is removed": ("pkg/model.py", "DYN102"),
 }
 assert LOSES_CODE.keys() <= {step[0] for step in STEPS}
 assert LOSES.keys() <= {step[0] for step in STEPS}
