@@ -112,21 +112,23 @@ def lint_tree(
         # run reading the state of one concurrent run and the others of another notices.
         live_in = {s.filename: [q for q in s.functions if q in live] for s in summaries}
         cache.save_state(name + ".live", {"run": new_state["run"], "files": live_in})
-        cache.save_state(name + ".res", _boundaries_state(new_state["run"], summaries, walk, live))
+        res = _boundaries_state(new_state["run"], summaries, walk, live, config.extra_roots)
+        cache.save_state(name + ".res", res)
         cache.save_state(name, new_state)
     return engine.select_findings(summaries, config, live=live)
 
 
-def _boundaries_state(run: str, summaries: list, walk: dict, live: set) -> dict:
+def _boundaries_state(run: str, summaries: list, walk: dict, live: set, extra_roots: Iterable[str] = ()) -> dict:
     """Per file, what proves an edit of its interface local (`lint.regions.boundaries`), each
     file's part marshalled on its own: a run loads the whole, then decodes the changed files'."""
-    from dynalint.lint.regions import boundaries
+    from dynalint.lint.regions import boundaries, called_names
 
     per_file = boundaries(walk["project"], live, walk, walk["visited"])
     return {
         "run": run,
         "tops": sorted({s.module.split(".")[0] for s in summaries}),
         "entry_points": sorted(e for b in per_file.values() for e in b["entries"]),
+        "called_names": sorted(called_names(summaries, extra_roots)),
         "files": {f: marshal.dumps(b) for f, b in per_file.items()},
     }
 
@@ -252,11 +254,12 @@ def _local_change(
     # Classes added or changed by edits since the last whole-tree run (`_new_classes`): with
     # bases outside the linted files, or (subclasses) with some base a class of this file.
     own_classes = set(boundary.get("own_classes", ()))
+    called = set(res["called_names"]) if "called_names" in res else None  # None: a state before them
     subclasses = set(boundary.get("local_subclasses", ()))
     versions = []  # each analysis's classes, old and new, with a resolver within the file
     for old_key, new in zip(old_keys, datas):
         old = cache.get(old_key) or cache.get(old_key + engine.INTERFACE_ONLY)
-        added = None if old is None else _new_classes(old["classes"], new["classes"], visited, tops)
+        added = None if old is None else _new_classes(old["classes"], new["classes"], visited, tops, called)
         if added is None or not _same_outside(old, new, prefix, visited, tops):
             return None
         own_classes |= added[0]
@@ -339,7 +342,7 @@ def _local_change(
     return live
 
 
-def _new_classes(before: dict, after: dict, visited: set, tops: set) -> Optional[tuple[set, set]]:
+def _new_classes(before: dict, after: dict, visited: set, tops: set, called: Optional[set] = None) -> Optional[tuple[set, set]]:
     """The classes added, changed or removed from `before` to `after` (a file's classes in two
     analyses), None unless each of them is out of every other file's sight, before and after:
     no resolution looked at its name or a name under it (no file imports, subclasses, stores
@@ -347,18 +350,36 @@ def _new_classes(before: dict, after: dict, visited: set, tops: set) -> Optional
     files (own classes: their methods resolve within them, `_own_class_targets`; only their
     forward can be a root, and they are modules exactly when a base outside says so), and
     those with a base that may be a class of the linted files (subclasses: `_local_change`
-    resolves them with `_FileClasses`, which gives up on a class of another file)."""
+    resolves them with `_FileClasses`, which gives up on a class of another file).
+
+    A class other files do name may still gain or lose methods under names no call or
+    resolution of the last whole-tree run looked up (`called`, `lint.regions.called_names`):
+    no resolution of a call changes, and a new call of such a method is one the file's stored
+    resolutions lack, which sends the run to the whole tree."""
     own, subclasses = set(), set()
     for q in after.keys() | before.keys():
         info, was = after.get(q), before.get(q)
         if info == was:
             continue
         if _looked_at(q, visited):
-            return None
+            if not _only_uncalled_methods(was, info, called):
+                return None
+            continue
         versions = [v for v in (info, was) if v is not None]
         linted_base = any(b.partition(".")[0] in tops for v in versions for b in v["bases"])
         (subclasses if linted_base else own).add(q)
     return own, subclasses
+
+
+def _only_uncalled_methods(was: Optional[dict], info: Optional[dict], called: Optional[set]) -> bool:
+    """Do two versions of a class differ only in methods nobody looks up? `forward` (a root
+    when added) and dunder methods (called by Python itself) never count as uncalled."""
+    if was is None or info is None or called is None:
+        return False
+    if any(was.get(k) != info.get(k) for k in was.keys() | info.keys() if k != "methods"):
+        return False
+    changed = set(was["methods"]) ^ set(info["methods"])
+    return not any(m in called or m == "forward" or m.startswith("__") for m in changed)
 
 
 def _looked_at(name: str, visited: set) -> bool:

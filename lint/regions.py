@@ -249,6 +249,23 @@ def referenced_names(entry: dict) -> Iterable[str]:
                 yield e[1]
 
 
+def called_names(summaries: Iterable[FileSummary], extra_roots: Iterable[str] = ()) -> set[str]:
+    """Every method or function name a resolution of the project may look up in a class: the
+    methods of `self.m()`, `self.sub.m()`, `super().m()` calls, and the last part of every dotted
+    name the project resolves (`pkg.mod.Class.m`, bases, stored types, compile targets, roots).
+    A method whose name is not among them changes no resolution when added to a class or
+    removed from it (`dynalint.incremental._new_classes`)."""
+    out = {r.rpartition(".")[2] for r in extra_roots}
+    for s in summaries:
+        entry = {"compile_targets": s.compile_targets, "call_hints": s.call_hints,
+                 "classes": {q: vars(c) for q, c in s.classes.items()}, "functions": {}}
+        out.update(n.rpartition(".")[2] for n in referenced_names(entry))
+        for fn in s.functions.values():
+            for edge in fn.edges:
+                out.add(edge[1].rpartition(".")[2] if edge[0] == "name" else edge[-1])
+    return out
+
+
 def memo_key(cls: Optional[str], edge) -> tuple:
     """The key of an edge's resolved targets in a file's memo (`boundaries`): a call by name
     resolves the same from any function, the others depend on the caller's class."""

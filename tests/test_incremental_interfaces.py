@@ -143,7 +143,15 @@ STEPS = [
      _replace("pkg/model.py", "class Plain:\n    def size(self):\n        return 3\n",
               "class Plain(nn.Module):\n    def forward(self, x):\n        self.step(x)\n        return x\n"),
      LOCAL, None),
-    ("a method is added", _replace("pkg/model.py", "        return self.proj(clip(x))", "        return self.proj(clip(x))\n\n    def extra(self):\n        return 1"), WHOLE_TREE, None),
+    # Net stores a Block, but no call of the project looks up a method named `extra`
+    ("a method nobody calls is added to a class another class stores",
+     _replace("pkg/model.py", "        return self.proj(clip(x))", "        return self.proj(clip(x))\n\n    def extra(self):\n        return 1"), LOCAL, None),
+    # Block.forward calls self.proj (a submodule so far): the memo of the last whole-tree run
+    # resolved that call to nothing
+    ("...and one named like a call its forward makes, which stops in the debugger",
+     _replace("pkg/model.py", "    def extra(self):\n        return 1", "    def extra(self):\n        return 1\n\n    def proj(self, x):\n        breakpoint()\n        return x"),
+     WHOLE_TREE, ("pkg/model.py", "DYN102")),
+    ("...which goes again", _replace("pkg/model.py", "\n\n    def proj(self, x):\n        breakpoint()\n        return x", ""), WHOLE_TREE, None),
     ("the module of the last whole-tree run gets that method, which stops in the debugger",
      _replace("pkg/model.py", "        self.step(x)\n        return x\n", "        self.step(x)\n        return x\n\n    def step(self, x):\n        breakpoint()\n"),
      LOCAL, ("pkg/model.py", "DYN102")),
@@ -182,6 +190,19 @@ STEPS = [
     ("...which the last whole-tree run resolved to: the subclass is removed",
      _replace("pkg/model.py", "class Deep(Net):\n", "class _Deep:\n"), WHOLE_TREE, None),
     ("a subclass of another file's class", _append("pkg/model.py", "\nclass Gizmo(Gadget):\n    pass\n"), WHOLE_TREE, None),
+    ("another file's class gains a method nobody calls",
+     _replace("pkg/ops.py", "        print(x.mean())\n        return x\n", "        print(x.mean())\n        return x\n\n    def spare(self):\n        return 0\n"),
+     LOCAL, None),
+    ("the subclass's forward calls a method its base lacks",
+     _replace("pkg/model.py", "class Gizmo(Gadget):\n    pass\n", "class Gizmo(Gadget):\n    def forward(self, x):\n        return self.tune(x)\n"),
+     WHOLE_TREE, None),
+    # `tune` is a name the last whole-tree run looked up (in Gizmo's MRO): the new method is live
+    ("...which the base in the other file gains, and it stops in the debugger",
+     _replace("pkg/ops.py", "    def spare(self):\n        return 0\n", "    def spare(self):\n        return 0\n\n    def tune(self, x):\n        breakpoint()\n        return x\n"),
+     WHOLE_TREE, ("pkg/ops.py", "DYN102")),
+    ("...and the method nobody calls goes", _replace("pkg/ops.py", "    def spare(self):\n        return 0\n\n", ""), LOCAL, ("pkg/ops.py", "DYN102")),
+    # Its methods are the same: only the changed base tells that Gizmo is no module any more
+    ("...the base stops being an nn.Module", _replace("pkg/ops.py", "class Gadget(torch.nn.Module):", "class Gadget:"), WHOLE_TREE, None),
     ("a new function in util.py", _append("pkg/util.py", "\ndef hush(x):\n    print(x.sum())\n"), LOCAL, None),
     ("model.py imports it", _replace("pkg/model.py", "import math\n", "import math\nfrom .util import hush\n"), LOCAL, None),
     ("a new module calls it, and so does a function nobody calls",
@@ -264,3 +285,24 @@ def test_each_edit_gives_the_findings_of_a_run_without_cache(session, monkeypatc
     if _what in LOSES_CODE:
         assert LOSES_CODE[_what] not in [(f[0], f[3]) for f in warm]
     assert findings_incremental(root, cache_dir, jobs=jobs) == warm and whole.count <= 1  # the state was kept
+
+
+def test_a_forward_added_to_a_stored_module_is_a_root(tmp_path, monkeypatch):
+    """`forward` is looked up without any call naming it (a submodule call, the roots): adding
+    one to a class another file stores is never local, though no edge names it."""
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    write_tree(root, {
+        "pkg/__init__.py": "",
+        "pkg/pad.py": "import torch\n\nclass Pad(torch.nn.Module):\n    def pad(self, x):\n        return x\n",
+        "pkg/wrap.py": (
+            "from torch import nn\nfrom .pad import Pad\n\nclass Wrap(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.p = Pad()\n\n    def forward(self, x):\n        return self.p(x)\n"
+        ),
+    })
+    assert findings_incremental(root, cache_dir) == findings(root, None) == []
+    pad = root / "pkg/pad.py"
+    pad.write_text(pad.read_text() + "\n    def forward(self, x):\n        breakpoint()\n        return x\n")
+    whole = WholeTreeRuns(monkeypatch)
+    warm = findings_incremental(root, cache_dir)
+    assert warm == findings(root, None) and [(f[0], f[3]) for f in warm] == [("pkg/pad.py", "DYN102")]
+    assert whole.count == 1
