@@ -22,8 +22,8 @@ Runs, each a fresh process, stdout thrown away, median wall time of `--runs`:
   ... new subclass   the same, appending a subclass of the file's first class (a class of
                      the same file that no other file names: still only it is analysed again)
   ... new method     the same, adding a method to the file's first class (other files name
-                     that class, so their calls may dispatch to the method: the cross-file
-                     phases run over the whole tree again)
+                     that class, but no call of the project looks up a method of that name:
+                     still local)
   ruff               `ruff check --select ALL --no-cache TREE`
   parse: ast/libcst  with --parse-every N: CPU time of parsing every Nth file in this process
   torchfix           `torchfix TREE` (its default rules), from its own virtual environment
@@ -279,7 +279,8 @@ def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path) -> list[Row]:
         method = f"\n{indent}def edited_for_run_{i}_{time.time_ns()}(self, x):\n{indent}    return x\n"
         changed.write_text("".join(lines[: first.end_lineno] + [method] + lines[first.end_lineno :]), encoding="utf-8")
 
-    # A new method of a class other files name (in both trees' changed files): the whole-tree path.
+    # A new method of a class other files name (in both trees' changed files), under a name no
+    # call looks up: local (the whole-tree path before 1d8820f).
     if first is not None:
         row = Row("dynalint 1 changed, new method", tree.name, tree.files, tree.lines, note=note)
         rows.append(measure(row, cmd, work, runs, before_each=add_method))

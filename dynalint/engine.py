@@ -337,6 +337,7 @@ def analyze_files(
     key and entry, and for each later round the facts it got, its key and entry; the rounds then
     run even when the run record could skip them. `known_keys`: first-pass keys of files known
     to be unchanged (display -> key), used instead of reading and hashing them."""
+    from dynalint.lint.regions import Visited
     from dynalint.lint.summary import FileSummary
 
     compiling = tuple(config.is_compiling_functions)
@@ -362,7 +363,7 @@ def analyze_files(
                     trace.update(keys=dict(keys), first=dict(results), rounds={})
                 summaries = [FileSummary.from_cache(results[f.display]) for f in files]
                 rounds = trace["rounds"] if trace is not None else None
-                visited = trace.setdefault("visited", set()) if trace is not None else None
+                visited = trace.setdefault("visited", Visited()) if trace is not None else None
                 summaries = _apply_external_hints(summaries, work, runner, run_cache, final_keys, trace=rounds, visited=visited)
                 if record is not None:
                     record.store_final([final_keys[f.display] for f in files])

@@ -249,6 +249,7 @@ def _local_change(
     from dynalint.lint.regions import memo_key, outside_base_is_module, referenced_names, walk_within
 
     visited = set(boundary["visited"])
+    foreign = set(boundary.get("foreign", visited))  # a state before "foreign": all of them
     prefix = module + "."
     tops = set(res["tops"])
     # Classes added or changed by edits since the last whole-tree run (`_new_classes`): with
@@ -260,7 +261,7 @@ def _local_change(
     for old_key, new in zip(old_keys, datas):
         old = cache.get(old_key) or cache.get(old_key + engine.INTERFACE_ONLY)
         added = None if old is None else _new_classes(old["classes"], new["classes"], visited, tops, called)
-        if added is None or not _same_outside(old, new, prefix, visited, tops):
+        if added is None or not _same_outside(old, new, prefix, visited, tops, foreign):
             return None
         own_classes |= added[0]
         subclasses |= added[1]
@@ -506,9 +507,12 @@ def _own_class_targets(info: dict, edge: tuple) -> list:
     raise LookupError(edge)
 
 
-def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set) -> bool:
+def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set, foreign: Optional[set] = None) -> bool:
     """Whether two analyses of one file show the other files the same thing (`_local_change`);
-    their classes are compared by `_new_classes`."""
+    their classes are compared by `_new_classes`. A function may be removed when no other
+    file's resolution looked at it (`foreign`): calls of it from the file itself either go
+    with it (an unknown name makes no call edge) or are new calls, which the walk from the
+    file's entry points cannot resolve from the stored ones."""
     if old["compile_targets"] != new["compile_targets"]:
         return False
     if old["imports"] != new["imports"]:
@@ -519,8 +523,8 @@ def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set) ->
     if _project_part(old["call_hints"], tops) != _project_part(new["call_hints"], tops):
         return False
     before, after = old["functions"], new["functions"]
-    for q in before.keys() - after.keys():  # removed: as a new one, under a name nobody looked at
-        if before[q]["compile_root"] or q in visited:
+    for q in before.keys() - after.keys():  # removed: under a name no other file looked at
+        if before[q]["compile_root"] or q in (visited if foreign is None else foreign):
             return False
     for q, fn in after.items():
         was = before.get(q)

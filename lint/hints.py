@@ -31,6 +31,7 @@ def cross_file_facts(summaries: Iterable[FileSummary], visited: Optional[set] = 
         return out.setdefault(filename, {"hints": {}, "returns": []})
 
     for s in summaries:
+        project.asker = s.module + "."
         for callee, slots in s.call_hints.items():
             target = project.canonical(callee)
             fn = project.functions.get(target)

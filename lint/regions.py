@@ -15,6 +15,20 @@ from .summary import ClassInfo, FileSummary, FunctionInfo
 from .kinds import NON_MODULE_BASES
 
 
+class Visited(set):
+    """Every name resolution looked at (the set itself), and in `foreign` those looked at while
+    resolving something of a file other than the one the name is under: a file's own calls of
+    its own functions are kept in its memo (`boundaries`), other files' only show here."""
+
+    def __init__(self, names: Iterable[str] = ()):
+        super().__init__(names)
+        self.foreign: set[str] = set()
+
+
+# The asker of lookups made for configuration (extra roots): no file, so every name is foreign.
+_NO_FILE = "\0"
+
+
 class Project:
     def __init__(self, summaries: Iterable[FileSummary], extra_roots: Iterable[str] = (), visited: Optional[set] = None):
         self.summaries = list(summaries)
@@ -32,13 +46,26 @@ class Project:
         self._module_cache: dict[str, bool] = {}
         self._mro_cache: dict[str, list[str]] = {}
         self._canonical_cache: dict[str, str] = {}
-        # When a set: gets every name a canonical() walk looks at (`boundaries` reads it).
+        # When a set: gets every name a canonical() walk looks at (`boundaries` reads it); when
+        # a `Visited`, also which of them were looked at for another file than their own: the
+        # lookups say for which file they are made (`asker`: its module and a dot; None: any).
         self.visited = visited
+        self._foreign: Optional[set] = getattr(visited, "foreign", None)
+        self.asker: Optional[str] = None
+        self._chains: dict[str, tuple] = {}
+        self._home: dict[str, str] = {}  # class or function -> its file's module and a dot
+        if self._foreign is not None:
+            for s in self.summaries:
+                home = s.module + "."
+                self._home.update(dict.fromkeys(s.classes, home))
+                self._home.update(dict.fromkeys(s.functions, home))
         self._subclasses: dict[str, list[str]] = {}
         for c in self.classes.values():
+            self.asker = self._home.get(c.qualname)
             for b in c.bases:
                 rb = self.canonical(b)
                 self._subclasses.setdefault(rb, []).append(c.qualname)
+        self.asker = None
 
     # -- names ------------------------------------------------------------------------------
     def canonical(self, name: str) -> str:
@@ -46,9 +73,15 @@ class Project:
         cached = self._canonical_cache.get(name)  # memoised: asked ~100 times per name
         if cached is None:
             cached = self._canonical_cache[name] = self._follow_aliases(name)
+        if self._foreign is not None:
+            asker = self.asker
+            for n in self._chains[name]:
+                if asker is None or not n.startswith(asker):
+                    self._foreign.add(n)
         return cached
 
     def _follow_aliases(self, name: str) -> str:
+        start = name
         seen = set()
         while name not in self.classes and name not in self.functions and name not in seen:
             seen.add(name)
@@ -64,6 +97,8 @@ class Project:
         if self.visited is not None:
             self.visited.update(seen)
             self.visited.add(name)
+            if self._foreign is not None:
+                self._chains[start] = (*seen, name)
         return name
 
     def _own(self, cls: str) -> str:
@@ -138,6 +173,7 @@ class Project:
     def roots(self) -> list[str]:
         roots = []
         for cls in self.classes:
+            self.asker = self._home.get(cls)
             if self.is_module(cls):
                 fwd = self.find_method(cls, "forward")
                 if fwd is not None:
@@ -146,10 +182,13 @@ class Project:
             if f.compile_root:
                 roots.append(f.qualname)
         for s in self.summaries:
+            self.asker = s.module + "."
             for t in s.compile_targets:
                 roots.extend(self._callable_targets(self.canonical(t)))
+        self.asker = _NO_FILE
         for r in self.extra_roots:
             roots.extend(self._callable_targets(self.canonical(r)))
+        self.asker = None
         return roots
 
     def _callable_targets(self, name: str) -> list[str]:
@@ -211,6 +250,7 @@ class Project:
             if fn.disabled:
                 continue
             seen.add(q)
+            self.asker = self._home.get(q)
             resolved = calls.setdefault(q, []) if calls is not None else None
             for edge in fn.edges:
                 targets = self.resolve_edge(fn, edge)
@@ -219,6 +259,7 @@ class Project:
                 for target in targets:
                     if target not in seen:
                         queue.append(target)
+        self.asker = None
         return seen
 
 
@@ -286,9 +327,12 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
       targets), so that the file's new call graph can be walked without the other files.
     - "visited": the names under the file's module that resolution looked at. A function
       added or removed under a name nobody looked at changes no resolution.
+    - "foreign": those of them looked at for other files (all of them when `visited` is no
+      `Visited`). A function removed under a name no other file looked at leaves the others'
+      resolution alone; the file's own calls of it are walked again from its memo.
     """
     file_of = {q: s.filename for s in project.summaries for q in s.functions}
-    out: dict[str, dict] = {s.filename: {"entries": {}, "memo": {}, "visited": []} for s in project.summaries}
+    out: dict[str, dict] = {s.filename: {"entries": {}, "memo": {}, "visited": [], "foreign": []} for s in project.summaries}
     starts: dict[str, set[str]] = {}
     for r in walk["roots"]:
         if r in live:
@@ -308,12 +352,15 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
             _, exits = walk_within(s.functions, e, lambda fn, edge: memo[memo_key(fn.cls, edge)])
             out[s.filename]["entries"][e] = sorted(exits)
     module_file = {s.module: s.filename for s in project.summaries}
+    foreign = getattr(visited, "foreign", visited)
     for name in visited:
         head = name
         while "." in head:
             head = head.rpartition(".")[0]
             if head in module_file:
                 out[module_file[head]]["visited"].append(name)
+                if name in foreign:
+                    out[module_file[head]]["foreign"].append(name)
                 break
     return out
 

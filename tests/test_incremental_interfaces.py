@@ -125,7 +125,8 @@ STEPS = [
     ("a tensor passed to another file's function where it was not",
      _replace("pkg/model.py", "h = gate(h)", "h = gate(h, h)"), WHOLE_TREE, ("pkg/ops.py", "DYN120")),
     ("a function nobody calls is removed", _replace("pkg/ops.py", "\ndef twice(x):\n    return x\n", "\n"), LOCAL, None),
-    ("a function called in its file is removed", _replace("pkg/model.py", "\ndef stop(x):\n    breakpoint()\n", "\n"), WHOLE_TREE, None),
+    # Only model.py looked `stop` up: its call of it goes too (an unknown name is no call edge)
+    ("a function called in its file is removed", _replace("pkg/model.py", "\ndef stop(x):\n    breakpoint()\n", "\n"), LOCAL, None),
     ("a new class nobody uses", _append("pkg/model.py", "\nclass Plain:\n    def size(self):\n        return 3\n"), LOCAL, None),
     ("a new nn.Module whose forward stops in the debugger",
      _append("pkg/model.py", "\nclass Extra(nn.Module):\n    def forward(self, x):\n        self.halt(x)\n        return x * 2\n\n    def halt(self, x):\n        breakpoint()\n"),
@@ -203,6 +204,12 @@ STEPS = [
     ("...and the method nobody calls goes", _replace("pkg/ops.py", "    def spare(self):\n        return 0\n\n", ""), LOCAL, ("pkg/ops.py", "DYN102")),
     # Its methods are the same: only the changed base tells that Gizmo is no module any more
     ("...the base stops being an nn.Module", _replace("pkg/ops.py", "class Gadget(torch.nn.Module):", "class Gadget:"), WHOLE_TREE, None),
+    ("a helper returning a tensor", _append("pkg/util.py", "\nimport torch\n\ndef lift(x):\n    return torch.ones(2) * x\n"), LOCAL, None),
+    ("another file's function nobody calls calls it",
+     _append("pkg/model.py", "\nfrom .util import lift\n\ndef dormant(x):\n    y = lift(x)\n    if y.sum() > 0:\n        return y\n    return x\n"),
+     WHOLE_TREE, None),
+    # model.py looked `lift` up (its "returns" facts): removing it is never local
+    ("...the helper is removed", _replace("pkg/util.py", "\ndef lift(x):\n    return torch.ones(2) * x\n", ""), WHOLE_TREE, None),
     ("a new function in util.py", _append("pkg/util.py", "\ndef hush(x):\n    print(x.sum())\n"), LOCAL, None),
     ("model.py imports it", _replace("pkg/model.py", "import math\n", "import math\nfrom .util import hush\n"), LOCAL, None),
     ("a new module calls it, and so does a function nobody calls",
