@@ -255,8 +255,8 @@ def _local_change(
     # Classes added or changed by edits since the last whole-tree run (`_new_classes`): with
     # bases outside the linted files, or (subclasses) with some base a class of this file.
     own_classes = set(boundary.get("own_classes", ()))
-    called = set(res["called_names"]) if "called_names" in res else None  # None: a state before them
     subclasses = set(boundary.get("local_subclasses", ()))
+    called = set(res["called_names"]) if "called_names" in res else None  # None: a state before them
     versions = []  # each analysis's classes, old and new, with a resolver within the file
     for old_key, new in zip(old_keys, datas):
         old = cache.get(old_key) or cache.get(old_key + engine.INTERFACE_ONLY)

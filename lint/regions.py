@@ -20,8 +20,8 @@ class Visited(set):
     resolving something of a file other than the one the name is under: a file's own calls of
     its own functions are kept in its memo (`boundaries`), other files' only show here."""
 
-    def __init__(self, names: Iterable[str] = ()):
-        super().__init__(names)
+    def __init__(self) -> None:
+        super().__init__()
         self.foreign: set[str] = set()
 
 
@@ -299,11 +299,10 @@ def called_names(summaries: Iterable[FileSummary], extra_roots: Iterable[str] = 
     out = {r.rpartition(".")[2] for r in extra_roots}
     for s in summaries:
         entry = {"compile_targets": s.compile_targets, "call_hints": s.call_hints,
-                 "classes": {q: vars(c) for q, c in s.classes.items()}, "functions": {}}
-        out.update(n.rpartition(".")[2] for n in referenced_names(entry))
-        for fn in s.functions.values():
-            for edge in fn.edges:
-                out.add(edge[1].rpartition(".")[2] if edge[0] == "name" else edge[-1])
+                 "classes": {q: vars(c) for q, c in s.classes.items()},
+                 "functions": {q: vars(f) for q, f in s.functions.items()}}
+        out.update(n.rpartition(".")[2] for n in referenced_names(entry))  # name edges included
+        out.update(e[-1] for f in s.functions.values() for e in f.edges if e[0] != "name")
     return out
 
 
