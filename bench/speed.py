@@ -24,6 +24,11 @@ Runs, each a fresh process, stdout thrown away, median wall time of `--runs`:
   ... new method     the same, adding a method to the file's first class (other files name
                      that class, but no call of the project looks up a method of that name:
                      still local)
+  ... subclass across files, ... call across files
+                     the same, appending a subclass of a class imported from another file of the
+                     tree, or a module whose forward passes a tensor to a function imported from
+                     one (OTHER_FILE): edits other files see, so the whole-tree path (rounds,
+                     reachability, the state for the next edits)
   ruff               `ruff check --select ALL --no-cache TREE`
   parse: ast/libcst  with --parse-every N: CPU time of parsing every Nth file in this process
   torchfix           `torchfix TREE` (its default rules), from its own virtual environment
@@ -60,6 +65,12 @@ DEFAULT_TIMM = Path("/work/venv-acc/lib/python3.11/site-packages/timm")
 DEFAULT_TORCHFIX = Path("/tmp/venv-torchfix/bin/torchfix")
 # The file changed between warm runs: a big model file of each tree.
 CHANGED_FILE = {"transformers": "llama/modeling_llama.py", "timm": "models/vision_transformer.py"}
+# What the edits that other files see import into it, relative to it: a class of another file
+# to subclass, a function of another file to call with a tensor.
+OTHER_FILE = {
+    "transformers": {"class": ("..mistral.modeling_mistral", "MistralRMSNorm"), "function": ("..mistral.modeling_mistral", "rotate_half")},
+    "timm": {"class": ("..layers.mlp", "Mlp"), "function": ("..layers.pos_embed", "resample_abs_pos_embed")},
+}
 
 
 @dataclass
@@ -284,6 +295,32 @@ def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path) -> list[Row]:
     if first is not None:
         row = Row("dynalint 1 changed, new method", tree.name, tree.files, tree.lines, note=note)
         rows.append(measure(row, cmd, work, runs, before_each=add_method))
+    other = OTHER_FILE.get(tree.name.split("/")[0])
+    if other is not None and changed != copy:
+        (cls_module, cls_name), (fn_module, fn_name) = other["class"], other["function"]
+
+        def subclass_other(i: int) -> None:
+            name = f"EditedForRun{i}_{time.time_ns()}"
+            changed.write_text(
+                original + f"\n\nfrom {cls_module} import {cls_name} as {name}Base\n\n\nclass {name}({name}Base):\n    pass\n",
+                encoding="utf-8",
+            )
+
+        # Other files see these two: the whole-tree path (cross-file rounds, reachability).
+        row = Row("dynalint 1 changed, subclass across files", tree.name, tree.files, tree.lines, note=note)
+        rows.append(measure(row, cmd, work, runs, before_each=subclass_other))
+
+        def call_other(i: int) -> None:
+            name = f"EditedForRun{i}_{time.time_ns()}"
+            changed.write_text(
+                original
+                + f"\n\nimport torch.nn as {name}_nn\nfrom {fn_module} import {fn_name} as {name}_call\n\n\n"
+                + f"class {name}({name}_nn.Module):\n    def forward(self, x):\n        return {name}_call(x)\n",
+                encoding="utf-8",
+            )
+
+        row = Row("dynalint 1 changed, call across files", tree.name, tree.files, tree.lines, note=note)
+        rows.append(measure(row, cmd, work, runs, before_each=call_other))
     changed.write_text(original, encoding="utf-8")
     return rows
 

@@ -354,6 +354,7 @@ def analyze_files(
     # Every file's first-pass key known: the cross-file part of the run is a function of them.
     record = _RunRecord(run_cache, keys) if run_cache is not None and len(keys) == len(work) else None
     final_keys = dict(keys)
+    project = None
     with _Runner(jobs) as runner:
         results.update(_analyze_missing(runner, misses, keys, run_cache, progress, len(results), len(work)))
         with _gc_paused():
@@ -364,21 +365,25 @@ def analyze_files(
                 summaries = [FileSummary.from_cache(results[f.display]) for f in files]
                 rounds = trace["rounds"] if trace is not None else None
                 visited = trace.setdefault("visited", Visited()) if trace is not None else None
-                summaries = _apply_external_hints(summaries, work, runner, run_cache, final_keys, trace=rounds, visited=visited)
+                summaries, project = _apply_external_hints(
+                    summaries, work, runner, run_cache, final_keys, trace=rounds, visited=visited
+                )
                 if record is not None:
                     record.store_final([final_keys[f.display] for f in files])
     if run_cache is not None:
         run_cache.save()
-    if record is not None:
-        return record.attach(summaries)
-    return summaries
+    out = record.attach(summaries) if record is not None else Summaries(summaries)
+    out.project = project
+    return out
 
 
 class Summaries(list):
-    """The summaries of a cached run, with the record that lets `select_findings` reuse the
-    compile regions the last identical run computed."""
+    """The summaries of a run, with the record (cached runs) that lets `select_findings` reuse
+    the compile regions the last identical run computed, and the project its cross-file rounds
+    resolved names with (None when they did not run), which the reachability walk reuses."""
 
-    record: "_RunRecord"
+    record: Optional["_RunRecord"] = None
+    project = None
 
 
 class _RunRecord:
@@ -469,17 +474,22 @@ def _apply_external_hints(
     tensors returned by the functions they import; a few rounds cover helpers calling helpers.
     Each round's facts come from the summaries at its start, so its files run in parallel.
     `trace` gets, per file analysed again, [(facts, key, entry), ...] in round order; `visited`,
-    every name the rounds' resolution looked at."""
+    every name the rounds' resolution looked at. Returns the summaries and the project of the
+    last round when it still serves them (`Project.replace`), for the reachability walk."""
     from dynalint.lint.summary import FileSummary
     from dynalint.lint.hints import cross_file_facts
+    from dynalint.lint.regions import Project
 
     item_of = {w[0]: w for w in work}
     index = {s.filename: i for i, s in enumerate(summaries)}
     used: dict[str, dict] = {}
+    project: Optional[Project] = None
     for _ in range(rounds):
         batch = []
         with _gc_paused():
-            facts = cross_file_facts(summaries, visited)
+            if project is None:
+                project = Project(summaries, visited=visited)
+            facts = cross_file_facts(summaries, visited, project=project)
         for filename, hints in sorted(facts.items()):
             if used.get(filename) == hints or filename not in item_of:
                 continue
@@ -494,10 +504,14 @@ def _apply_external_hints(
         results.update(_analyze_missing(runner, misses, keys, run_cache))
         with _gc_paused():
             for item in batch:
-                summaries[index[item[0]]] = FileSummary.from_cache(results[item[0]])
+                i = index[item[0]]
+                new = FileSummary.from_cache(results[item[0]])
+                if project is not None and not project.replace(summaries[i], new):
+                    project = None  # names changed: the next round builds a project anew
+                summaries[i] = new
                 if trace is not None:
                     trace.setdefault(item[0], []).append((item[-1], keys.get(item[0]), results[item[0]]))
-    return summaries
+    return summaries, project
 
 
 def live_functions(summaries, config: Config, extra_roots: Iterable[str] = (), walk: Optional[dict] = None) -> set[str]:
@@ -509,7 +523,11 @@ def live_functions(summaries, config: Config, extra_roots: Iterable[str] = (), w
     record = getattr(summaries, "record", None)
     live = record.live(summaries, roots) if record is not None and walk is None else None
     if live is None:
-        project = Project(summaries, extra_roots=roots, visited=walk.get("visited") if walk is not None else None)
+        visited = walk.get("visited") if walk is not None else None
+        project = getattr(summaries, "project", None)
+        if project is None or project.visited is not visited or not project.serves(summaries):
+            project = Project(summaries, visited=visited)
+        project.extra_roots = list(roots)
         live = project.reachable(walk)
         if walk is not None:
             walk["project"] = project

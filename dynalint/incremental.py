@@ -40,7 +40,7 @@ from dynalint.config import Config
 from dynalint.findings import Finding
 from dynalint.lint.summary import interface_fingerprint
 
-FORMAT = "s4"
+FORMAT = "s5"
 # More changed files than this: the whole-tree path (its rounds run in parallel workers).
 MAX_CHANGED = 16
 # A file modified this recently (seconds) may change again within the same timestamp tick
@@ -266,6 +266,8 @@ def _local_change(
         own_classes |= added[0]
         subclasses |= added[1]
         versions += [_FileClasses(old, modules), _FileClasses(new, modules)]
+    if not _exits_known(boundary, old):
+        return None
     own_classes -= subclasses  # a class that subclassed one of the file's in some version
     final = datas[-1]["functions"]
     classes = datas[-1]["classes"]
@@ -341,6 +343,27 @@ def _local_change(
         visited.update(n for n in referenced_names(new) if n.startswith(prefix))
     boundary["visited"] = sorted(visited)
     return live
+
+
+def _exits_known(boundary: dict, final: dict) -> bool:
+    """Fill in the exits of the file's entry points that the whole-tree run left for later
+    (`lint.regions.boundaries`): walked in `final`, the file's last analysis of that run (or a
+    later one with the same interface), through the resolutions kept in the memo. False when
+    a call is missing from the memo."""
+    from dynalint.lint.regions import memo_key, walk_within
+
+    entries = boundary["entries"]
+    pending = [q for q, exits in entries.items() if exits is None]
+    if not pending:
+        return True
+    functions, memo = final["functions"], boundary["memo"]
+    try:
+        for q in pending:
+            _, exits = walk_within(functions, q, lambda fn, edge: memo[memo_key(fn["cls"], edge)])
+            entries[q] = sorted(exits)
+    except KeyError:
+        return False
+    return True
 
 
 def _new_classes(before: dict, after: dict, visited: set, tops: set, called: Optional[set] = None) -> Optional[tuple[set, set]]:

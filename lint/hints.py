@@ -18,13 +18,17 @@ from .regions import Project
 Hints = dict[str, dict[str, str]]  # function qualname -> {position (str) or keyword: kind}
 
 
-def cross_file_facts(summaries: Iterable[FileSummary], visited: Optional[set] = None) -> dict[str, dict]:
+def cross_file_facts(
+    summaries: Iterable[FileSummary], visited: Optional[set] = None, project: Optional[Project] = None
+) -> dict[str, dict]:
     """filename -> {"hints": parameter hints its functions receive from calls in other files,
     "returns": dotted names it calls, defined in other files, that return tensors}.
-    `visited`: gets every name resolution looked at (`Project`)."""
+    `visited`: gets every name resolution looked at (`Project`); `project`: one built for
+    these summaries with that `visited`, reused instead of building another."""
     summaries = list(summaries)
-    project = Project(summaries, visited=visited)
-    file_of = {q: s.filename for s in summaries for q in s.functions}
+    if project is None:
+        project = Project(summaries, visited=visited)
+    file_of = project.file_of()
     out: dict[str, dict] = {}
 
     def facts(filename: str) -> dict:

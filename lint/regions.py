@@ -51,8 +51,12 @@ class Project:
         # lookups say for which file they are made (`asker`: its module and a dot; None: any).
         self.visited = visited
         self._foreign: Optional[set] = getattr(visited, "foreign", None)
-        self.asker: Optional[str] = None
         self._chains: dict[str, tuple] = {}
+        self._asked_by: dict[Optional[str], set[str]] = {}  # asker -> names whose chain it recorded
+        self.asker = None
+        self._method_cache: dict[tuple[str, str], Optional[str]] = {}
+        self._subclass_cache: dict[str, list[str]] = {}
+        self._file_of: Optional[dict[str, str]] = None
         self._home: dict[str, str] = {}  # class or function -> its file's module and a dot
         if self._foreign is not None:
             for s in self.summaries:
@@ -66,6 +70,54 @@ class Project:
                 rb = self.canonical(b)
                 self._subclasses.setdefault(rb, []).append(c.qualname)
         self.asker = None
+        self._position = {id(s): i for i, s in enumerate(self.summaries)}
+
+    def replace(self, old: FileSummary, new: FileSummary) -> bool:
+        """Put `new` in the place of `old` (the same file analysed again, with other facts) when
+        both give resolution the same names: imports, classes with their bases and methods,
+        functions. Every memo (aliases, MROs, module-ness, subclasses) stays valid then, so the
+        cross-file rounds and the reachability walk share one project. False, changing
+        nothing, otherwise: the caller builds a new project."""
+        i = self._position.get(id(old))
+        if i is None or self.summaries[i] is not old:
+            return False
+        if (
+            old.module != new.module
+            or old.imports != new.imports
+            or old.functions.keys() != new.functions.keys()
+            or old.classes.keys() != new.classes.keys()
+            or any(
+                c.bases != new.classes[q].bases or c.methods != new.classes[q].methods
+                for q, c in old.classes.items()
+            )
+        ):
+            return False
+        self.classes.update(new.classes)
+        self.functions.update(new.functions)
+        self.summaries[i] = new
+        del self._position[id(old)]
+        self._position[id(new)] = i
+        return True
+
+    def serves(self, summaries: list) -> bool:
+        """Whether this project was built (or kept up to date) for exactly these summaries."""
+        return len(summaries) == len(self.summaries) and all(a is b for a, b in zip(summaries, self.summaries))
+
+    @property
+    def asker(self) -> Optional[str]:
+        """For which file the lookups that follow are made: its module and a dot (None: any)."""
+        return self._asker
+
+    @asker.setter
+    def asker(self, value: Optional[str]) -> None:
+        self._asker = value
+        self._asked = self._asked_by.setdefault(value, set())
+
+    def file_of(self) -> dict[str, str]:
+        """Function qualname -> the file defining it (names do not change: `replace`)."""
+        if self._file_of is None:
+            self._file_of = {q: s.filename for s in self.summaries for q in s.functions}
+        return self._file_of
 
     # -- names ------------------------------------------------------------------------------
     def canonical(self, name: str) -> str:
@@ -73,8 +125,10 @@ class Project:
         cached = self._canonical_cache.get(name)  # memoised: asked ~100 times per name
         if cached is None:
             cached = self._canonical_cache[name] = self._follow_aliases(name)
-        if self._foreign is not None:
-            asker = self.asker
+        if self._foreign is not None and name not in self._asked:
+            # Once per name and asker: the cross-file rounds ask the same names again.
+            self._asked.add(name)
+            asker = self._asker
             for n in self._chains[name]:
                 if asker is None or not n.startswith(asker):
                     self._foreign.add(n)
@@ -146,12 +200,24 @@ class Project:
         return out
 
     def find_method(self, cls: str, name: str) -> Optional[str]:
+        key = (cls, name)
+        if key in self._method_cache:  # methods do not change (`replace`)
+            return self._method_cache[key]
+        found = None
         for c in self.mro(cls):
             if name in self.classes[c].methods:
-                return f"{c}.{name}"
-        return None
+                found = f"{c}.{name}"
+                break
+        self._method_cache[key] = found
+        return found
 
     def subclasses(self, cls: str) -> list[str]:
+        cached = self._subclass_cache.get(cls)
+        if cached is None:
+            cached = self._subclass_cache[cls] = self._find_subclasses(cls)
+        return cached
+
+    def _find_subclasses(self, cls: str) -> list[str]:
         out, queue, seen = [], [cls], set()
         while queue:
             c = queue.pop()
@@ -296,14 +362,23 @@ def called_names(summaries: Iterable[FileSummary], extra_roots: Iterable[str] = 
     name the project resolves (`pkg.mod.Class.m`, bases, stored types, compile targets, roots).
     A method whose name is not among them changes no resolution when added to a class or
     removed from it (`dynalint.incremental._new_classes`)."""
-    out = {r.rpartition(".")[2] for r in extra_roots}
+    names = set(extra_roots)  # dotted names, cut to their last part at the end
+    last_parts: set[str] = set()  # methods of the self/selfattr/super calls
     for s in summaries:
-        entry = {"compile_targets": s.compile_targets, "call_hints": s.call_hints,
-                 "classes": {q: vars(c) for q, c in s.classes.items()},
-                 "functions": {q: vars(f) for q, f in s.functions.items()}}
-        out.update(n.rpartition(".")[2] for n in referenced_names(entry))  # name edges included
-        out.update(e[-1] for f in s.functions.values() for e in f.edges if e[0] != "name")
-    return out
+        names.update(s.compile_targets)
+        names.update(s.call_hints)
+        for c in s.classes.values():
+            names.update(c.bases)
+            for types in c.attr_types.values():
+                names.update(types)
+        for f in s.functions.values():
+            for e in f.edges:
+                if e[0] == "name":
+                    names.add(e[1])
+                else:
+                    last_parts.add(e[-1])
+    last_parts.update(n.rpartition(".")[2] for n in names)
+    return last_parts
 
 
 def memo_key(cls: Optional[str], edge) -> tuple:
@@ -321,7 +396,9 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
       other files, each with the functions of other files that the calls made inside the file
       from it reach ("exits"). While each entry reaches at least those, and otherwise only
       other entries, the rest of the project sees the file as before: every other file keeps
-      its live functions.
+      its live functions. The exits are None here: walking every file costs the whole-tree run
+      a tenth of its time, and only a file edited later needs them, so
+      `dynalint.incremental` walks them then, from the file's analysis and its memo.
     - "memo": the resolved targets of the calls its live functions make ((class, edge) ->
       targets), so that the file's new call graph can be walked without the other files.
     - "visited": the names under the file's module that resolution looked at. A function
@@ -330,7 +407,7 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
       `Visited`). A function removed under a name no other file looked at leaves the others'
       resolution alone; the file's own calls of it are walked again from its memo.
     """
-    file_of = {q: s.filename for s in project.summaries for q in s.functions}
+    file_of = project.file_of()
     out: dict[str, dict] = {s.filename: {"entries": {}, "memo": {}, "visited": [], "foreign": []} for s in project.summaries}
     starts: dict[str, set[str]] = {}
     for r in walk["roots"]:
@@ -345,11 +422,8 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
             for t in targets:
                 if t in live and file_of[t] != home:
                     starts.setdefault(file_of[t], set()).add(t)
-    for s in project.summaries:
-        memo = out[s.filename]["memo"]
-        for e in starts.get(s.filename, ()):
-            _, exits = walk_within(s.functions, e, lambda fn, edge: memo[memo_key(fn.cls, edge)])
-            out[s.filename]["entries"][e] = sorted(exits)
+    for filename, entries in starts.items():
+        out[filename]["entries"] = dict.fromkeys(sorted(entries))
     module_file = {s.module: s.filename for s in project.summaries}
     foreign = getattr(visited, "foreign", visited)
     for name in visited:

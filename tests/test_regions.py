@@ -282,3 +282,123 @@ def test_cross_file_facts_leave_unrelated_files_alone(tmp_path):
         """,
     }
     assert lint_tree(tmp_path, files) == []
+
+
+CROSS_FILE_TREE = {
+    "pkg/__init__.py": "from .ops import normalize\n",
+    "pkg/ops.py": """
+        import torch
+
+        def normalize(x):
+            return x / x.norm()
+
+        def clamp_outliers(x, limit=6.0):
+            if x.abs().max() > limit:
+                x = x.clamp(-limit, limit)
+            return x
+    """,
+    "pkg/base.py": """
+        from torch import nn
+
+        class Base(nn.Module):
+            def mix(self, x):
+                return x
+
+            def forward(self, x):
+                return self.mix(x)
+    """,
+    "pkg/model.py": """
+        import torch
+        from pkg import normalize
+        from .base import Base
+        from .ops import clamp_outliers
+
+        class Block(Base):
+            def __init__(self):
+                super().__init__()
+                self.inner = Base()
+
+            def mix(self, x):
+                return self.inner.mix(super().mix(normalize(x)))
+
+            def forward(self, x):
+                return clamp_outliers(self.mix(x))
+
+        step = torch.compile(clamp_outliers)
+    """,
+}
+
+
+def _summaries(tmp_path: Path, files: dict[str, str]):
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    sources = []
+    for p in sorted(tmp_path.rglob("*.py")):
+        module, is_pkg = module_name_for(p)
+        sources.append(SourceFile(p, p.relative_to(tmp_path).as_posix(), module, is_pkg))
+    return analyze_files(sources, ALL, jobs=1)
+
+
+def test_rounds_and_reachability_share_a_project_that_matches_a_fresh_one(tmp_path):
+    """The cross-file rounds replace summaries in one project (`Project.replace`); the
+    reachability walk reuses it. It must resolve exactly as a project built from scratch on the
+    final summaries, and record the same names looked at."""
+    from dynalint.lint.regions import Project, Visited
+    from dynalint.engine import live_functions
+
+    summaries = _summaries(tmp_path, CROSS_FILE_TREE)
+    shared = summaries.project
+    assert shared is not None and shared.serves(summaries)
+    assert any(s.facts for s in summaries)  # the rounds did replace summaries
+    fresh_walk, shared_walk = {"visited": Visited()}, {}
+    fresh = Project(list(summaries), visited=fresh_walk["visited"]).reachable(fresh_walk)
+    assert live_functions(summaries, ALL) == fresh
+    assert {"pkg.ops.clamp_outliers", "pkg.model.Block.mix", "pkg.base.Base.mix"} <= fresh
+    # A fresh walk with the rounds' names reuses nothing: the same live set from a new project.
+    assert Project(list(summaries)).reachable(shared_walk) == fresh
+    assert shared_walk["calls"] == fresh_walk["calls"]
+
+
+def test_project_replace_refuses_a_summary_that_changes_names(tmp_path):
+    import copy
+
+    from dynalint.lint.regions import Project
+
+    summaries = list(_summaries(tmp_path, CROSS_FILE_TREE))
+    project = Project(summaries)
+    model = next(s for s in summaries if s.module == "pkg.model")
+    project.canonical("pkg.model.normalize")  # memoised through pkg/__init__'s import
+    same = copy.deepcopy(model)
+    same.functions["pkg.model.Block.mix"].returns_tensor = not same.functions["pkg.model.Block.mix"].returns_tensor
+    assert project.replace(model, same)
+    assert project.functions["pkg.model.Block.mix"] is same.functions["pkg.model.Block.mix"]
+    assert project.serves([same if s is model else s for s in summaries])
+    assert not project.replace(model, same)  # no longer one of its summaries
+    for change in (
+        lambda s: s.imports.update(normalize="pkg.base.Base"),
+        lambda s: s.functions.pop("pkg.model.Block.forward"),
+        lambda s: s.classes["pkg.model.Block"].bases.append("torch.nn.Module"),
+        lambda s: s.classes["pkg.model.Block"].methods.append("extra"),
+    ):
+        other = copy.deepcopy(same)
+        change(other)
+        assert not project.replace(same, other)
+    assert project.canonical("pkg.model.normalize") == "pkg.ops.normalize"
+
+
+def test_called_names_are_the_last_parts_of_every_name_resolution_looks_up(tmp_path):
+    """`called_names` lists what `referenced_names` gives for each file (cut to its last part),
+    the methods of self/selfattr/super calls, and the extra roots."""
+    from dynalint.lint.regions import called_names, referenced_names
+
+    summaries = _summaries(tmp_path, CROSS_FILE_TREE)
+    expected = {"extra_root"}
+    for s in summaries:
+        entry = s.to_cache()
+        expected |= {n.rpartition(".")[2] for n in referenced_names(entry)}
+        expected |= {e[-1] for f in entry["functions"].values() for e in f["edges"] if e[0] != "name"}
+    found = called_names(summaries, ["pkg.extra_root"])
+    assert found == expected
+    assert {"mix", "clamp_outliers", "normalize", "Base", "extra_root"} <= found
