@@ -417,8 +417,9 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
         fn = project.functions[q]
         home = file_of[q]
         memo = out[home]["memo"]
+        cls = fn.cls
         for edge, targets in walk["calls"][q]:
-            memo[memo_key(fn.cls, edge)] = targets
+            memo[(None if edge[0] == "name" else cls, tuple(edge))] = targets  # memo_key, inlined
             for t in targets:
                 if t in live and file_of[t] != home:
                     starts.setdefault(file_of[t], set()).add(t)
@@ -426,16 +427,29 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
         out[filename]["entries"] = dict.fromkeys(sorted(entries))
     module_file = {s.module: s.filename for s in project.summaries}
     foreign = getattr(visited, "foreign", visited)
+    # The file of the longest module among the name's dotted prefixes (None: none), memoised
+    # per prefix: the names share them.
+    owner: dict[str, Optional[str]] = {"": None}
     for name in visited:
-        head = name
-        while "." in head:
-            head = head.rpartition(".")[0]
-            if head in module_file:
-                out[module_file[head]]["visited"].append(name)
-                if name in foreign:
-                    out[module_file[head]]["foreign"].append(name)
-                break
+        head = name.rpartition(".")[0]
+        found = owner.get(head, _UNKNOWN)
+        if found is _UNKNOWN:
+            below = []
+            while head not in owner and head not in module_file:
+                below.append(head)
+                head = head.rpartition(".")[0]
+            found = owner[head] if head in owner else module_file[head]
+            owner.update(dict.fromkeys(below, found))
+            owner[head] = found
+        if found is not None:
+            part = out[found]
+            part["visited"].append(name)
+            if name in foreign:
+                part["foreign"].append(name)
     return out
+
+
+_UNKNOWN = object()
 
 
 def walk_within(functions: dict, start: str, targets_of) -> tuple[set[str], set[str]]:
