@@ -176,13 +176,14 @@ def run_check(opts: CheckOptions) -> int:
         findings, sources = stdin
         files = []
     else:
-        files = collect_files(opts, config)
+        engine.FREEZE_AFTER_LOAD = True  # a one-shot run: what it loads lives until it exits
+        with engine._gc_paused():  # thousands of paths and names, no cycles among them
+            files = collect_files(opts, config)
         if not files:
             if not opts.quiet:
                 click.echo("dynalint: warning: no Python files found", err=True)
             return EXIT_CLEAN
         progress = _Progress(opts.progress, "dynalint")
-        engine.FREEZE_AFTER_LOAD = True  # a one-shot run: what it loads lives until it exits
         if opts.fix or opts.diff:  # fixes need every summary: the whole-tree path
             from dynalint.fixes.apply import fix_paths
 

@@ -105,16 +105,19 @@ def lint_tree(
         files, config, jobs=jobs, cache_dir=Path(cache_dir), progress=progress, trace=trace, known_keys=known_keys
     )
     walk = {"visited": trace.get("visited", set())}  # the names the rounds looked at, and more
-    live = engine.live_functions(summaries, config, walk=walk)
-    new_state = _state_from_trace(trace, summaries, live, stats)
-    if new_state is not None:
-        # Three files, each written atomically, the state last: the run id pairs them, so that a
-        # run reading the state of one concurrent run and the others of another notices.
-        live_in = {s.filename: [q for q in s.functions if q in live] for s in summaries}
-        cache.save_state(name + ".live", {"run": new_state["run"], "files": live_in})
-        res = _boundaries_state(new_state["run"], summaries, walk, live, config.extra_roots)
-        cache.save_state(name + ".res", res)
-        cache.save_state(name, new_state)
+    # The walk and the states are acyclic containers, made in a burst (`engine._gc_paused`).
+    with engine._gc_paused():
+        live = engine.live_functions(summaries, config, walk=walk)
+        new_state = _state_from_trace(trace, summaries, live, stats)
+        if new_state is not None:
+            # Three files, each written atomically, the state last: the run id pairs them, so
+            # that a run reading the state of one concurrent run and the others of another
+            # notices.
+            live_in = {s.filename: [q for q in s.functions if q in live] for s in summaries}
+            cache.save_state(name + ".live", {"run": new_state["run"], "files": live_in})
+            res = _boundaries_state(new_state["run"], summaries, walk, live, config.extra_roots)
+            cache.save_state(name + ".res", res)
+            cache.save_state(name, new_state)
     return engine.select_findings(summaries, config, live=live)
 
 

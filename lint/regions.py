@@ -57,6 +57,7 @@ class Project:
         self._method_cache: dict[tuple[str, str], Optional[str]] = {}
         self._subclass_cache: dict[str, list[str]] = {}
         self._file_of: Optional[dict[str, str]] = None
+        self.facts_memo: dict = {}  # `lint.hints.cross_file_facts`'s parts per file
         self._home: dict[str, str] = {}  # class or function -> its file's module and a dot
         if self._foreign is not None:
             for s in self.summaries:

@@ -402,3 +402,37 @@ def test_called_names_are_the_last_parts_of_every_name_resolution_looks_up(tmp_p
     found = called_names(summaries, ["pkg.extra_root"])
     assert found == expected
     assert {"mix", "clamp_outliers", "normalize", "Base", "extra_root"} <= found
+
+
+def test_cross_file_facts_rework_a_file_when_it_or_a_file_it_calls_changed(tmp_path):
+    """Across rounds, `cross_file_facts` keeps each file's part while neither its summary nor
+    the summary of a file whose functions it calls was replaced; the facts always equal those
+    worked out from scratch, key order included."""
+    import copy
+
+    from dynalint.lint.hints import cross_file_facts
+    from dynalint.lint.regions import Project
+
+    summaries = list(_summaries(tmp_path, CROSS_FILE_TREE))
+    project = Project(summaries)
+
+    def check() -> dict:
+        facts = cross_file_facts(summaries, project=project)
+        assert repr(facts) == repr(cross_file_facts(list(summaries)))
+        return facts
+
+    facts = check()
+    assert facts["pkg/model.py"]["returns"] == ["pkg.normalize"]  # re-exported by pkg/__init__.py
+    assert list(facts["pkg/ops.py"]["hints"]) == ["pkg.ops.normalize"]
+    i = next(i for i, s in enumerate(summaries) if s.module == "pkg.ops")
+    ops = copy.deepcopy(summaries[i])
+    ops.functions["pkg.ops.normalize"].returns_tensor = False
+    assert project.replace(summaries[i], ops)
+    summaries[i] = ops
+    assert "pkg/model.py" not in check()  # the caller's part was worked out again
+    j = next(j for j, s in enumerate(summaries) if s.module == "pkg.model")
+    model = copy.deepcopy(summaries[j])
+    model.call_hints = {}
+    assert project.replace(summaries[j], model)
+    summaries[j] = model
+    assert check() == {}
