@@ -11,7 +11,7 @@ Trees (found without importing anything):
   one-file       transformers' models/t5/modeling_t5.py (a ~1,500-line model file)
 
 Runs, each a fresh process, stdout thrown away, median wall time of `--runs`:
-  dynalint cold      `dynalint check --no-cache TREE` (all cores)
+  dynalint cold      `dynalint check --no-cache TREE` (all cores; `--no-cold` skips it)
   dynalint warm      `dynalint check --cache-dir C TREE` on a temporary copy of the tree, after
                      one run that filled the cache: nothing changed
   dynalint 1 changed the same, after appending a comment to one big model file before each run
@@ -224,10 +224,12 @@ def measure(row: Row, cmd: list[str], cwd: Path, runs: int, before_each=None) ->
 # -- the tools ------------------------------------------------------------------------------------
 
 
-def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path) -> list[Row]:
+def bench_dynalint(tree: Tree, runs: int, jobs: int, work: Path, cold: bool = True) -> list[Row]:
     base = dynalint_command() + ["check"] + (["-j", str(jobs)] if jobs else [])
     warm_up_bytecode(base, work)
-    rows = [measure(Row("dynalint cold", tree.name, tree.files, tree.lines), base + ["--no-cache", str(tree.path)], work, runs)]
+    rows = []
+    if cold:
+        rows.append(measure(Row("dynalint cold", tree.name, tree.files, tree.lines), base + ["--no-cache", str(tree.path)], work, runs))
     # Warm runs on a copy: the cache lives beside it, and one file of it may be edited.
     copy = work / "tree"
     if copy.exists():
@@ -403,6 +405,7 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=0, help="dynalint workers (default: all cores)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     ap.add_argument("--parse-every", type=int, default=0, help="also time parsing every Nth file with ast and libcst")
+    ap.add_argument("--no-cold", action="store_true", help="skip dynalint's cold rows (warm and edit rows only)")
     args = ap.parse_args()
 
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
@@ -415,7 +418,7 @@ def main() -> int:
             if "ruff" in tools:
                 rows += bench_ruff(tree, args.runs, work)
             if "dynalint" in tools:
-                rows += bench_dynalint(tree, args.runs, args.jobs, work)
+                rows += bench_dynalint(tree, args.runs, args.jobs, work, cold=not args.no_cold)
             if "torchfix" in tools:
                 rows += bench_torchfix(tree, args.torchfix_runs, args.torchfix, work)
             if args.parse_every:
