@@ -6,9 +6,11 @@
 Each step edits one random `modeling_*.py` file (a new function, a new function called from a
 forward, a call of one of the file's functions from a forward, a removed function, a new import,
 a print, a new class, a new nn.Module with a forward, a new method of a class, a subclass of
-one of the file's classes with a forward, one overriding a method of it), then lints the
+one of the file's classes with a forward, one overriding a method of it, a subclass of another
+model file's class, a call from a forward of another model file's function), then lints the
 tree through `dynalint.incremental.lint_tree` (as `dynalint check` does) and through the
-whole-tree path (`analyze_files` + `select_findings`, with the cache's per-file entries), and
+whole-tree path (`analyze_files` + `select_findings`, with the cache's per-file entries, its
+cross-file rounds run again and the compile regions walked in a project of its own), and
 compares the findings. The edits accumulate; the copy is left edited.
 It prints each step's path (local or whole tree) and time, and the mismatches (there must be
 none).
@@ -47,7 +49,7 @@ def edit(path: Path, i: int) -> str:
     classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
     kind = rng.choice(
         ["def", "def+call", "call-existing", "remove-fn", "import", "print-in-fn", "class", "module-class", "method",
-         "subclass", "override"]
+         "subclass", "override", "subclass-other", "call-other"]
     )
     def insert_in(fn, stmt):
         # before the first line of the body's last statement, at its indentation
@@ -99,6 +101,23 @@ def edit(path: Path, i: int) -> str:
             f"\n\nclass _DlOverride{i}({cls.name}):\n    def {name}(self, *args, **kwargs):\n        print(args)\n"
             f"        return super().{name}(*args, **kwargs)\n"
         )
+    elif kind in ("subclass-other", "call-other"):
+        # What another model file defines, imported relatively (tfs/<folder>/modeling_x.py).
+        other = rng.choice([m for m in model_files if m.path != path]).path
+        other_tree = ast.parse(other.read_text())
+        wanted = ast.ClassDef if kind == "subclass-other" else ast.FunctionDef
+        names = [n.name for n in other_tree.body if isinstance(n, wanted) and not n.name.startswith("_")]
+        if not names or (kind == "call-other" and not forwards):
+            return "skip"
+        source = f"..{other.parent.name}.{other.stem}"
+        if kind == "subclass-other":
+            lines.append(
+                f"\n\nfrom {source} import {rng.choice(names)} as _DlOther{i}\n\n\nclass _DlSubOther{i}(_DlOther{i}):\n"
+                "    def forward(self, *args, **kwargs):\n        print(args)\n        return super().forward(*args, **kwargs)\n"
+            )
+        else:
+            insert_in(rng.choice(forwards), f"_dl_other_{i}()")
+            lines.append(f"\n\nfrom {source} import {rng.choice(names)} as _dl_other_{i}\n")
     else:
         return "skip"
     path.write_text("".join(lines))
@@ -115,7 +134,11 @@ for i in range(N):
     dt = time.time() - t
     path = "whole" if count[0] else "local"
     count[0] = 0
-    b = [key(x) for x in engine.select_findings(real(files, config, cache_dir=CACHE), config)]
+    # The reference redoes the cross-file rounds (a trace turns the run record off) and walks
+    # from the roots in a project of its own.
+    summaries = real(files, config, cache_dir=CACHE, trace={})
+    live = engine.live_functions(summaries, config, walk={})
+    b = [key(x) for x in engine.select_findings(summaries, config, live=live)]
     ok = a == b
     bad += not ok
     stats.setdefault((kind, path), []).append(dt)

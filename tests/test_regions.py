@@ -9,17 +9,21 @@ from dynalint.engine import SourceFile, analyze_files, module_name_for, select_f
 ALL = Config(select=("ALL",))
 
 
-def lint_tree(tmp_path: Path, files: dict[str, str]):
-    sources = []
+def analyze_tree(tmp_path: Path, files: dict[str, str]):
+    """The summaries of `files` (relative path -> dedented text) written under `tmp_path`."""
     for rel, text in files.items():
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text))
+    sources = []
     for p in sorted(tmp_path.rglob("*.py")):
         module, is_pkg = module_name_for(p)
         sources.append(SourceFile(p, p.relative_to(tmp_path).as_posix(), module, is_pkg))
-    summaries = analyze_files(sources, ALL, jobs=1)
-    return [(f.filename, f.row, f.code) for f in select_findings(summaries, ALL)]
+    return analyze_files(sources, ALL, jobs=1)
+
+
+def lint_tree(tmp_path: Path, files: dict[str, str]):
+    return [(f.filename, f.row, f.code) for f in select_findings(analyze_tree(tmp_path, files), ALL)]
 
 
 def test_base_class_in_another_file_and_imported_helper(tmp_path):
@@ -221,27 +225,32 @@ def test_metadata_conditions_are_not_tensor_branches(tmp_path):
     assert found == []
 
 
+# Helpers of another file: a tensor goes in (from callers) and comes out (to callers).
+OPS = """
+    import torch
+
+    def normalize(x):
+        return x / x.norm()
+
+    def clamp_outliers(x, limit=6.0):
+        if x.abs().max() > limit:
+            x = x.clamp(-limit, limit)
+        return x
+"""
+
+
 def test_tensors_flow_across_files(tmp_path):
     """A helper's parameter is a tensor because a caller in another file passes one; a value is a
     tensor because an imported helper returns one; an abstract method's result stays a tensor."""
     files = {
         "pkg/__init__.py": "",
-        "pkg/ops.py": """
-            import torch
-
-            def normalize(x):
-                return x / x.norm()
-
-            def clamp_outliers(x, limit=6.0):
-                if x.abs().max() > limit:
-                    x = x.clamp(-limit, limit)
-                return x
-
-            def pick(flag, x):
-                if flag:  # a plain flag: callers pass a Python bool
-                    return x
-                return -x
-        """,
+        "pkg/ops.py": OPS
+        + """
+    def pick(flag, x):
+        if flag:  # a plain flag: callers pass a Python bool
+            return x
+        return -x
+""",
         "pkg/model.py": """
             from torch import nn
             from .ops import clamp_outliers, normalize, pick
@@ -286,17 +295,7 @@ def test_cross_file_facts_leave_unrelated_files_alone(tmp_path):
 
 CROSS_FILE_TREE = {
     "pkg/__init__.py": "from .ops import normalize\n",
-    "pkg/ops.py": """
-        import torch
-
-        def normalize(x):
-            return x / x.norm()
-
-        def clamp_outliers(x, limit=6.0):
-            if x.abs().max() > limit:
-                x = x.clamp(-limit, limit)
-            return x
-    """,
+    "pkg/ops.py": OPS,
     "pkg/base.py": """
         from torch import nn
 
@@ -329,18 +328,6 @@ CROSS_FILE_TREE = {
 }
 
 
-def _summaries(tmp_path: Path, files: dict[str, str]):
-    for rel, text in files.items():
-        p = tmp_path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    sources = []
-    for p in sorted(tmp_path.rglob("*.py")):
-        module, is_pkg = module_name_for(p)
-        sources.append(SourceFile(p, p.relative_to(tmp_path).as_posix(), module, is_pkg))
-    return analyze_files(sources, ALL, jobs=1)
-
-
 def test_rounds_and_reachability_share_a_project_that_matches_a_fresh_one(tmp_path):
     """The cross-file rounds replace summaries in one project (`Project.replace`); the
     reachability walk reuses it. It must resolve exactly as a project built from scratch on the
@@ -348,7 +335,7 @@ def test_rounds_and_reachability_share_a_project_that_matches_a_fresh_one(tmp_pa
     from dynalint.lint.regions import Project, Visited
     from dynalint.engine import live_functions
 
-    summaries = _summaries(tmp_path, CROSS_FILE_TREE)
+    summaries = analyze_tree(tmp_path, CROSS_FILE_TREE)
     shared = summaries.project
     assert shared is not None and shared.serves(summaries)
     assert any(s.facts for s in summaries)  # the rounds did replace summaries
@@ -366,7 +353,7 @@ def test_project_replace_refuses_a_summary_that_changes_names(tmp_path):
 
     from dynalint.lint.regions import Project
 
-    summaries = list(_summaries(tmp_path, CROSS_FILE_TREE))
+    summaries = list(analyze_tree(tmp_path, CROSS_FILE_TREE))
     project = Project(summaries)
     model = next(s for s in summaries if s.module == "pkg.model")
     project.canonical("pkg.model.normalize")  # memoised through pkg/__init__'s import
@@ -393,7 +380,7 @@ def test_called_names_are_the_last_parts_of_every_name_resolution_looks_up(tmp_p
     the methods of self/selfattr/super calls, and the extra roots."""
     from dynalint.lint.regions import called_names, referenced_names
 
-    summaries = _summaries(tmp_path, CROSS_FILE_TREE)
+    summaries = analyze_tree(tmp_path, CROSS_FILE_TREE)
     expected = {"extra_root"}
     for s in summaries:
         entry = s.to_cache()
@@ -413,7 +400,7 @@ def test_cross_file_facts_rework_a_file_when_it_or_a_file_it_calls_changed(tmp_p
     from dynalint.lint.hints import cross_file_facts
     from dynalint.lint.regions import Project
 
-    summaries = list(_summaries(tmp_path, CROSS_FILE_TREE))
+    summaries = list(analyze_tree(tmp_path, CROSS_FILE_TREE))
     project = Project(summaries)
 
     def check() -> dict:
