@@ -345,14 +345,26 @@ def outside_base_is_module(base: str) -> bool:
 
 def referenced_names(entry: dict) -> Iterable[str]:
     """Every dotted name a summary entry (`FileSummary.to_cache`) asks the project to resolve."""
-    yield from entry["compile_targets"]
-    yield from entry.get("call_hints", ())
-    for c in entry["classes"].values():
-        yield from c["bases"]
-        for types in c["attr_types"].values():
+    return _names_resolved(
+        entry["compile_targets"],
+        entry.get("call_hints", ()),
+        ((c["bases"], c["attr_types"]) for c in entry["classes"].values()),
+        (f["edges"] for f in entry["functions"].values()),
+    )
+
+
+def _names_resolved(compile_targets, call_hints, classes, edge_lists) -> Iterable[str]:
+    """The dotted names resolution looks up for one file: its compile targets, the callees of
+    its call hints, each class's bases and stored types ((bases, attr_types) pairs), and the
+    targets of its calls by name (one list of edges per function)."""
+    yield from compile_targets
+    yield from call_hints
+    for bases, attr_types in classes:
+        yield from bases
+        for types in attr_types.values():
             yield from types
-    for f in entry["functions"].values():
-        for e in f["edges"]:
+    for edges in edge_lists:
+        for e in edges:
             if e[0] == "name":
                 yield e[1]
 
@@ -366,18 +378,15 @@ def called_names(summaries: Iterable[FileSummary], extra_roots: Iterable[str] = 
     names = set(extra_roots)  # dotted names, cut to their last part at the end
     last_parts: set[str] = set()  # methods of the self/selfattr/super calls
     for s in summaries:
-        names.update(s.compile_targets)
-        names.update(s.call_hints)
-        for c in s.classes.values():
-            names.update(c.bases)
-            for types in c.attr_types.values():
-                names.update(types)
-        for f in s.functions.values():
-            for e in f.edges:
-                if e[0] == "name":
-                    names.add(e[1])
-                else:
-                    last_parts.add(e[-1])
+        names.update(
+            _names_resolved(
+                s.compile_targets,
+                s.call_hints,
+                ((c.bases, c.attr_types) for c in s.classes.values()),
+                (f.edges for f in s.functions.values()),
+            )
+        )
+        last_parts.update(e[-1] for f in s.functions.values() for e in f.edges if e[0] != "name")
     last_parts.update(n.rpartition(".")[2] for n in names)
     return last_parts
 
@@ -418,9 +427,8 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
         fn = project.functions[q]
         home = file_of[q]
         memo = out[home]["memo"]
-        cls = fn.cls
         for edge, targets in walk["calls"][q]:
-            memo[(None if edge[0] == "name" else cls, tuple(edge))] = targets  # memo_key, inlined
+            memo[memo_key(fn.cls, edge)] = targets
             for t in targets:
                 if t in live and file_of[t] != home:
                     starts.setdefault(file_of[t], set()).add(t)
@@ -428,29 +436,17 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
         out[filename]["entries"] = dict.fromkeys(sorted(entries))
     module_file = {s.module: s.filename for s in project.summaries}
     foreign = getattr(visited, "foreign", visited)
-    # The file of the longest module among the name's dotted prefixes (None: none), memoised
-    # per prefix: the names share them.
-    owner: dict[str, Optional[str]] = {"": None}
     for name in visited:
-        head = name.rpartition(".")[0]
-        found = owner.get(head, _UNKNOWN)
-        if found is _UNKNOWN:
-            below = []
-            while head not in owner and head not in module_file:
-                below.append(head)
-                head = head.rpartition(".")[0]
-            found = owner[head] if head in owner else module_file[head]
-            owner.update(dict.fromkeys(below, found))
-            owner[head] = found
-        if found is not None:
-            part = out[found]
-            part["visited"].append(name)
-            if name in foreign:
-                part["foreign"].append(name)
+        head = name
+        while "." in head:
+            head = head.rpartition(".")[0]
+            if head in module_file:
+                part = out[module_file[head]]
+                part["visited"].append(name)
+                if name in foreign:
+                    part["foreign"].append(name)
+                break
     return out
-
-
-_UNKNOWN = object()
 
 
 def walk_within(functions: dict, start: str, targets_of) -> tuple[set[str], set[str]]:
