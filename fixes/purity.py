@@ -54,10 +54,10 @@ def is_number(node: cst.BaseExpression) -> bool:
     return False
 
 
-def _pure_call(node: cst.Call, ctx) -> bool:
+def _pure_call(node: cst.Call, ctx, assume: frozenset) -> bool:
     if any(arg.star or (arg.keyword is not None and arg.keyword.value == "out") for arg in node.args):
         return False
-    if not all(pure(arg.value, ctx) for arg in node.args):
+    if not all(pure(arg.value, ctx, assume) for arg in node.args):
         return False
     func = node.func
     q = ctx.qualname(func)
@@ -75,40 +75,43 @@ def _pure_call(node: cst.Call, ctx) -> bool:
         method = func.attr.value
         if method.endswith("_") or method in IMPURE_METHODS or method in RANDOM_FUNCS:
             return False
-        return ctx.is_tensor(func.value) and pure(func.value, ctx)
+        return (id(func.value) in assume or ctx.is_tensor(func.value)) and pure(func.value, ctx, assume)
     return False
 
 
-def pure(node: cst.BaseExpression, ctx) -> bool:
-    """True when evaluating node has no side effects (conservatively)."""
+def pure(node: cst.BaseExpression, ctx, assume: frozenset = frozenset()) -> bool:
+    """True when evaluating node has no side effects (conservatively). `assume`: ids of subtrees
+    taken as pure tensors (calls a fix evaluates once, before, and replaces with a variable)."""
+    if id(node) in assume:
+        return True
     if isinstance(node, (cst.Name, *LITERALS)):
         return True
     if isinstance(node, cst.Attribute):
-        return pure(node.value, ctx)
+        return pure(node.value, ctx, assume)
     if isinstance(node, cst.BinaryOperation):
-        return pure(node.left, ctx) and pure(node.right, ctx)
+        return pure(node.left, ctx, assume) and pure(node.right, ctx, assume)
     if isinstance(node, cst.UnaryOperation):
-        return pure(node.expression, ctx)
+        return pure(node.expression, ctx, assume)
     if isinstance(node, cst.Comparison):
-        return pure(node.left, ctx) and all(pure(c.comparator, ctx) for c in node.comparisons)
+        return pure(node.left, ctx, assume) and all(pure(c.comparator, ctx, assume) for c in node.comparisons)
     if isinstance(node, cst.BooleanOperation):
-        return pure(node.left, ctx) and pure(node.right, ctx)
+        return pure(node.left, ctx, assume) and pure(node.right, ctx, assume)
     if isinstance(node, (cst.Tuple, cst.List)):
-        return all(not isinstance(e, cst.StarredElement) and pure(e.value, ctx) for e in node.elements)
+        return all(not isinstance(e, cst.StarredElement) and pure(e.value, ctx, assume) for e in node.elements)
     if isinstance(node, cst.Subscript):
-        if not pure(node.value, ctx):
+        if not pure(node.value, ctx, assume):
             return False
         for el in node.slice:
             s = el.slice
             if isinstance(s, cst.Index):
-                if s.star is not None or not pure(s.value, ctx):
+                if s.star is not None or not pure(s.value, ctx, assume):
                     return False
             elif isinstance(s, cst.Slice):
-                if not all(part is None or pure(part, ctx) for part in (s.lower, s.upper, s.step)):
+                if not all(part is None or pure(part, ctx, assume) for part in (s.lower, s.upper, s.step)):
                     return False
         return True
     if isinstance(node, cst.Call):
-        return _pure_call(node, ctx)
+        return _pure_call(node, ctx, assume)
     if isinstance(node, cst.IfExp):
-        return pure(node.test, ctx) and pure(node.body, ctx) and pure(node.orelse, ctx)
+        return pure(node.test, ctx, assume) and pure(node.body, ctx, assume) and pure(node.orelse, ctx, assume)
     return False

@@ -16,8 +16,10 @@ Branches with other work get no fix: that is `torch.cond`'s job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
+
+import keyword
 
 import libcst as cst
 
@@ -25,7 +27,7 @@ from dynalint.findings import UNSAFE, Edit
 
 from .base import SourceInfo, atom_text, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
-from .purity import is_number, pure
+from .purity import LITERALS, is_number, pure
 from .variables import may_be_none, variable_names
 
 
@@ -38,6 +40,10 @@ class WherePlan:
     replaced: list  # nodes whose span (first start .. last end) is replaced
     prefix: str  # "v = " / "return " / "" (expression form)
     keep: list  # subtrees copied verbatim (their comments travel with them)
+    # Calls both branches make, evaluated once before the `where`: (variable, call in when_true,
+    # the same call in when_false), in evaluation order; the condition is then bound first.
+    hoisted: list = field(default_factory=list)
+    condition_name: str = ""
 
 
 def where_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
@@ -78,7 +84,17 @@ def _plan(info: SourceInfo, ctx, reported: cst.BaseExpression) -> Optional[Where
         return None
     a, b = branches
     nodes = [x for x in (a, b) if not isinstance(x, str)]
-    if not all(_simple_branch(x, ctx) for x in nodes) or not any(ctx.is_tensor(x) for x in nodes):
+    hoisted: list = []
+    if not all(_simple_branch(x, ctx) for x in nodes):
+        if not prefix or len(nodes) != 2 or not all(ctx.is_tensor(x) or is_number(x) for x in nodes):
+            return None
+        shared = _shared_calls(ctx, a, b)
+        if shared is None:
+            return None
+        taken = _names_in(ctx.fn)
+        condition_name = _fresh("condition", taken)
+        hoisted = [(_fresh(_call_stem(x), taken), x, y) for x, y in shared]
+    if not any(ctx.is_tensor(x) for x in nodes):
         return None
     # Both branches are now evaluated: a variable that may be None (`if mask is None: ...`,
     # an Optional parameter) would raise in the branch that eager code never ran.
@@ -89,7 +105,125 @@ def _plan(info: SourceInfo, ctx, reported: cst.BaseExpression) -> Optional[Where
         return None
     if negated:
         a, b = b, a
-    return WherePlan(reported, ctx.kind(reported) == "B", a, b, replaced, prefix, [reported, *nodes])
+        hoisted = [(name, y, x) for name, x, y in hoisted]
+    plan = WherePlan(reported, ctx.kind(reported) == "B", a, b, replaced, prefix, [reported, *nodes])
+    if hoisted:
+        plan.hoisted, plan.condition_name = hoisted, condition_name
+    return plan
+
+
+# --------------------------------------------------------------------------------------------
+# Calls both branches make: `if c: return self.h(x) + 1 else: return self.h(x) - 1`.
+#
+# Either branch evaluates `self.h(x)` exactly once, after the condition and before anything else
+# with an effect (the rest of each branch must be side-effect free). So
+#     condition = c; h_out = self.h(x); return torch.where(condition, h_out + 1, h_out - 1)
+# evaluates the condition, then the call once, in the same order: the same calls with the same
+# inputs and the same random draws (dropout inside the module draws after the condition, as
+# before). The condition is bound first because the call might change what it reads (a module
+# that updates a buffer in place). Not required of the call: being pure; it runs once either way.
+
+
+def _shared_calls(ctx, a: cst.BaseExpression, b: cst.BaseExpression) -> Optional[list]:
+    """Pairs of equal calls, one in each branch, in evaluation order, such that replacing them
+    with variables leaves both branches side-effect free; None when there are none such."""
+    calls_a, calls_b = _calls_to_hoist(a, b, ctx), _calls_to_hoist(b, a, ctx)
+    if not calls_a or calls_b is None or len(calls_a) != len(calls_b):
+        return None
+    if not all(x.deep_equals(y) for x, y in zip(calls_a, calls_b)):
+        return None  # another order: hoisting would reorder one branch's calls
+    if any(x.deep_equals(y) for i, x in enumerate(calls_a) for y in calls_a[i + 1 :]):
+        return None  # the same call twice in one branch runs twice: one variable would run it once
+    if not all(ctx.is_tensor(x) for x in calls_a):
+        return None
+    if not (pure(a, ctx, frozenset(map(id, calls_a))) and pure(b, ctx, frozenset(map(id, calls_b)))):
+        return None
+    return list(zip(calls_a, calls_b))
+
+
+def _calls_to_hoist(expr: cst.BaseExpression, other: cst.BaseExpression, ctx) -> Optional[list]:
+    """The outermost impure calls of expr that also occur in other, in evaluation order; None where
+    an impure part is evaluated conditionally (`and`, `or`, `if`), which no hoisting keeps."""
+    if pure(expr, ctx):
+        return []
+    if isinstance(expr, cst.Call) and _occurs_in(expr, other):
+        return [expr]
+    parts = _evaluated_parts(expr)
+    if parts is None:
+        return None
+    out: list = []
+    for part in parts:
+        found = _calls_to_hoist(part, other, ctx)
+        if found is None:
+            return None
+        out += found
+    return out
+
+
+def _evaluated_parts(node: cst.BaseExpression) -> Optional[list]:
+    """Sub-expressions that Python evaluates, all of them and in this order, to evaluate node."""
+    if isinstance(node, cst.BinaryOperation):
+        return [node.left, node.right]
+    if isinstance(node, cst.UnaryOperation):
+        return [node.expression]
+    if isinstance(node, cst.Comparison):
+        return [node.left] + [c.comparator for c in node.comparisons]
+    if isinstance(node, cst.Attribute):
+        return [node.value]
+    if isinstance(node, cst.Call):
+        if any(arg.star for arg in node.args):
+            return None
+        return [node.func] + [arg.value for arg in node.args]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return None
+        return [e.value for e in node.elements]
+    if isinstance(node, cst.Subscript):
+        parts = [node.value]
+        for el in node.slice:
+            s = el.slice
+            if isinstance(s, cst.Index):
+                parts.append(s.value)
+            else:
+                parts += [p for p in (s.lower, s.upper, s.step) if p is not None]
+        return parts
+    if isinstance(node, (cst.Name, *LITERALS)):
+        return []
+    return None
+
+
+def _occurs_in(node: cst.CSTNode, root: cst.CSTNode) -> bool:
+    stack = [root]
+    while stack:
+        cur = stack.pop()
+        if type(cur) is type(node) and cur.deep_equals(node):
+            return True
+        stack.extend(cur.children)
+    return False
+
+
+def _names_in(root: cst.CSTNode) -> set:
+    out, stack = set(), [root]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, cst.Name):
+            out.add(cur.value)
+        stack.extend(cur.children)
+    return out
+
+
+def _call_stem(call: cst.Call) -> str:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "call"
+    return f"{name.strip('_') or 'call'}_out"
+
+
+def _fresh(stem: str, taken: set) -> str:
+    name, n = stem, 2
+    while name in taken or keyword.iskeyword(name):
+        name, n = f"{stem}_{n}", n + 1
+    taken.add(name)
+    return name
 
 
 def _simple_branch(node: cst.BaseExpression, ctx) -> bool:
@@ -158,6 +292,15 @@ def _rewrite(info: SourceInfo, positions, plan: WherePlan):
         cond = f"{atom_text(info, positions, plan.condition)}.bool()"
     a = _argument(info, positions, plan.when_true)
     b = _argument(info, positions, plan.when_false)
+    before = []  # statements that the hoisting puts before the `where`
+    if plan.hoisted:
+        if any(_has_comment(call) for _, x, y in plan.hoisted for call in (x, y)):
+            return None  # one copy of each call is dropped: its comments would go with it
+        before.append(f"{plan.condition_name} = {info.text(positions, plan.condition)}")
+        before += [f"{name} = {info.text(positions, x)}" for name, x, _ in plan.hoisted]
+        cond = plan.condition_name if plan.condition_is_bool else f"{plan.condition_name}.bool()"
+        a = _text_with(info, positions, plan.when_true, [(x, name) for name, x, _ in plan.hoisted])
+        b = _text_with(info, positions, plan.when_false, [(y, name) for name, _, y in plan.hoisted])
     call = f"{torch}.where({cond}, {a}, {b})"
     first, last = plan.replaced[0], plan.replaced[-1]
     start, end = positions[first].start, positions[last].end
@@ -166,14 +309,41 @@ def _rewrite(info: SourceInfo, positions, plan: WherePlan):
         comments += comments_within(positions, last, start, end, skip=plan.keep)
     if plan.prefix:
         indent = info.indentation(start.line)
-        lead = "".join(f"{c}{info.newline}{indent}" for c in comments)
+        lead = "".join(f"{line}{info.newline}{indent}" for line in comments + before)
         content = f"{lead}{plan.prefix}{call}"
     else:
         if comments:
             return None  # a comment inside an expression has nowhere to go
         content = call
     edit = Edit(content, start.line, start.column + 1, end.line, end.column + 1)
-    return make_fix(UNSAFE, f"Replace the branch with `{torch}.where`", import_edits + [edit])
+    if plan.hoisted:
+        message = f"Evaluate the call both branches make once and select with `{torch}.where`"
+    else:
+        message = f"Replace the branch with `{torch}.where`"
+    return make_fix(UNSAFE, message, import_edits + [edit])
+
+
+def _has_comment(node: cst.CSTNode) -> bool:
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, cst.Comment):
+            return True
+        stack.extend(cur.children)
+    return False
+
+
+def _text_with(info: SourceInfo, positions, node: cst.CSTNode, replacements: list) -> str:
+    """node's source text with each (subtree, name) replacement's subtree written as the name."""
+    rng = positions[node]
+    row, col = rng.start.line, rng.start.column
+    pieces = []
+    for sub, name in sorted(replacements, key=lambda r: (positions[r[0]].start.line, positions[r[0]].start.column)):
+        at = positions[sub]
+        pieces += [info.span(row, col, at.start.line, at.start.column), name]
+        row, col = at.end.line, at.end.column
+    pieces.append(info.span(row, col, rng.end.line, rng.end.column))
+    return "".join(pieces)
 
 
 def _argument(info: SourceInfo, positions, node) -> str:

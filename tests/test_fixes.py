@@ -684,6 +684,108 @@ def test_no_where_when_a_branch_variable_may_be_none():
     assert [(f.code, f.fix) for f in result.remaining] == [("DYN120", None)] * 3
 
 
+def test_call_both_branches_make_is_evaluated_once_before_torch_where():
+    """The seed article's example: the same submodule call in both branches runs once either
+    way, so it runs once before the `where`, after the condition (bound first, so the call's
+    random draws and in-place updates come after the condition's, as before)."""
+    assert_fixes(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.h = nn.Linear(4, 4)
+                self.norm = nn.LayerNorm(4)
+
+            def forward(self, x, h_out):
+                if torch.rand(1) > 0.5:
+                    return self.h(x) + 1
+                else:
+                    return self.h(x) - 1
+
+        class N(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.h = nn.Linear(4, 4)
+                self.norm = nn.LayerNorm(4)
+
+            def forward(self, x):
+                if not x.sum() > 0:
+                    y = self.norm(self.h(x)) * 2
+                else:
+                    y = torch.relu(self.norm(self.h(x)))
+                return y
+        """,
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.h = nn.Linear(4, 4)
+                self.norm = nn.LayerNorm(4)
+
+            def forward(self, x, h_out):
+                condition = torch.rand(1) > 0.5
+                h_out_2 = self.h(x)
+                return torch.where(condition, h_out_2 + 1, h_out_2 - 1)
+
+        class N(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.h = nn.Linear(4, 4)
+                self.norm = nn.LayerNorm(4)
+
+            def forward(self, x):
+                condition = x.sum() > 0
+                norm_out = self.norm(self.h(x))
+                y = torch.where(condition, torch.relu(norm_out), norm_out * 2)
+                return y
+        """,
+    )
+
+
+def test_calls_not_made_once_in_both_branches_in_one_order_are_not_hoisted():
+    result = fixed(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Linear(4, 4)
+                self.b = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.one(x) + self.twice(x) + self.order(x) + self.expression(x)
+
+            def one(self, x):
+                if x.sum() > 0:  # only one branch calls b
+                    return self.a(x) + self.b(x)
+                return self.a(x)
+
+            def twice(self, x):
+                if x.sum() > 0:  # a runs twice in one branch
+                    return self.a(x) * self.a(x)
+                return self.a(x)
+
+            def order(self, x):
+                if x.sum() > 0:  # a then b, or b then a
+                    return self.a(x) + self.b(x)
+                return self.b(x) - self.a(x)
+
+            def expression(self, x):
+                return self.a(x) + 1 if x.sum() > 0 else self.a(x) - 1
+        """
+    )
+    assert result.text == result.original
+    assert [f.code for f in result.remaining] == ["DYN120"] * 4
+
+
 def test_branches_with_side_effects_or_elif_get_no_fix():
     result = fixed(
         """

@@ -47,6 +47,7 @@ def _build(mod, cls: str, seed: int = 0):
         ("log_inside_forward.py", "LogInsideForward"),
         ("print_in_forward.py", "PrintInForward"),
         ("scalars_and_masks.py", "ScalarsAndMasks"),
+        ("shared_call_if.py", "SharedCallIf"),
     ],
 )
 def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_path, monkeypatch):
@@ -62,10 +63,14 @@ def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_
 
     original = _build(_import_text(source, tmp_path), cls)
     fixed = _build(_import_text(result.text, tmp_path), cls)
-    for seed in (1, 2, 3):  # both signs of the BadIf condition come up
+    def same_draws(model, x, seed):  # the same random numbers for dropout and torch.rand
+        torch.manual_seed(seed)
+        return model(x)
+
+    for seed in range(1, 9):  # both signs of the BadIf and SharedCallIf conditions come up
         torch.manual_seed(seed)
         x = torch.randn(4, 16)
-        torch.testing.assert_close(fixed(x), original(x))
+        torch.testing.assert_close(same_draws(fixed, x, seed), same_draws(original, x, seed))
 
     torch._dynamo.reset()
     before = torch._dynamo.explain(original)(x)
@@ -74,7 +79,7 @@ def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_
     after = torch._dynamo.explain(fixed)(x)
     assert after.graph_count == 1 and after.graph_break_count == 0 and not after.break_reasons, after.break_reasons
     torch._dynamo.reset()
-    torch.testing.assert_close(torch.compile(fixed, backend="eager")(x), original(x))
+    torch.testing.assert_close(same_draws(torch.compile(fixed, backend="eager"), x, 0), same_draws(original, x, 0))
 
 
 def _fully_fixed_examples():

@@ -26,6 +26,19 @@ def forward(self, x):
 Compute both sides and select: `torch.where(x.sum() > 0, x * 2, x - 1)` (the unsafe autofix
 does this for simple branches), or `torch.cond(pred, true_fn, false_fn, (x,))` for branches with
 different work.
+
+## Fix (unsafe)
+Branches that assign one variable or return, with side-effect-free values, become
+`torch.where(c, A, B)`: both sides are now computed. When both branches make the same call
+(`return self.h(x) + 1` / `return self.h(x) - 1`), the condition is bound first, the call is
+evaluated once into a variable and the branches select from it:
+```python
+condition = torch.rand(1) > 0.5
+h_out = self.h(x)
+return torch.where(condition, h_out + 1, h_out - 1)
+```
+The call runs once either way, after the condition, so its random draws and updates happen as
+before; it is hoisted only when everything else in both branches is side-effect free.
 """
 
 import libcst as cst
@@ -182,6 +195,24 @@ class TensorControlFlow(Rule):
         ),
     )
     invalid = invalid + (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.h = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    if torch.rand(1) > 0.5:  # expect: DYN120
+                        return self.h(x) + 1
+                    else:
+                        return self.h(x) - 1
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             """
             import numpy as np
