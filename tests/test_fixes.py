@@ -786,6 +786,78 @@ def test_calls_not_made_once_in_both_branches_in_one_order_are_not_hoisted():
     assert [f.code for f in result.remaining] == ["DYN120"] * 4
 
 
+def test_raise_on_a_tensor_test_becomes_assert_async():
+    assert_fixes(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, mask=None, labels=None):
+                y = x * 2
+                if (y == 0).any():  # zeros
+                    raise ValueError("y has zeros")
+                if not torch.isfinite(y).all():
+                    raise ValueError(
+                        f"y must be finite, got {y.shape} "
+                        "values"
+                    )
+                if mask is not None and not mask.any():
+                    raise ValueError("empty mask")
+                if labels is not None and labels.max() >= 10:
+                    raise RuntimeError
+                return y
+        """,
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, mask=None, labels=None):
+                y = x * 2
+                # zeros
+                torch._assert_async(torch.logical_not((y == 0).any()), "ValueError: y has zeros")
+                torch._assert_async(torch.isfinite(y).all(), "ValueError: y must be finite, got {y.shape} values")
+                if mask is not None:
+                    torch._assert_async(mask.any(), "ValueError: empty mask")
+                if labels is not None:
+                    torch._assert_async(torch.logical_not(labels.max() >= 10), "RuntimeError")
+                return y
+        """,
+    )
+
+
+def test_raise_with_other_work_else_elif_or_cause_gets_no_check():
+    result = fixed(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x):
+                y = x * 2
+                if (y == 0).any():
+                    y = y + 1
+                    raise ValueError("zeros")
+                if (y > 5).any():
+                    raise ValueError("big")
+                else:
+                    y = y - 1
+                if y.dim() == 3:
+                    y = y.flatten(0, 1)
+                elif (y < -5).any():
+                    raise ValueError("small")
+                if (y == 1).any():
+                    raise ValueError("one") from None
+                if (y == 2).any() and (y == 3).any():
+                    raise ValueError("two and three")
+                return y
+        """
+    )
+    assert result.text == result.original
+    assert [f.code for f in result.remaining] == ["DYN120"] * 6
+
+
 def test_branches_with_side_effects_or_elif_get_no_fix():
     result = fixed(
         """

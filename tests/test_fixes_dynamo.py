@@ -110,3 +110,30 @@ def test_fixed_rule_examples_no_longer_break_and_compute_the_same(example, fixed
         torch.manual_seed(0)
         outputs.append(target(*args))
     torch.testing.assert_close(outputs[1], outputs[0])
+
+
+@pytest.mark.torch
+def test_fixed_raise_check_still_raises_eager_and_compiled(tmp_path):
+    import torch
+    import torch._dynamo
+
+    source = (
+        "import torch\n"
+        "class Check(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        y = x * 2\n"
+        "        if not (y > 0).all():\n"
+        "            raise ValueError('y must be positive')\n"
+        "        return y + 1\n"
+    )
+    result = fix_source(source, "check.py", ALL, unsafe=True)
+    assert "torch._assert_async" in result.text and not result.remaining
+    check = _import_text(result.text, tmp_path).Check()
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(check)(torch.ones(4))
+    assert explained.graph_count == 1 and not explained.break_reasons, explained.break_reasons
+    for run in (check, torch.compile(check, backend="eager", fullgraph=True)):
+        torch._dynamo.reset()
+        torch.testing.assert_close(run(torch.ones(4)), torch.full((4,), 3.0))
+        with pytest.raises(RuntimeError, match="y must be positive"):
+            run(-torch.ones(4))

@@ -39,10 +39,17 @@ return torch.where(condition, h_out + 1, h_out - 1)
 ```
 The call runs once either way, after the condition, so its random draws and updates happen as
 before; it is hoisted only when everything else in both branches is side-effect free.
+
+A check that only raises, `if (x == 0).any(): raise ValueError("zeros")` (also `if not t:` and
+`if flag and t:`), becomes `torch._assert_async(torch.logical_not((x == 0).any()), "ValueError:
+zeros")`, which Dynamo keeps in the graph. It raises a RuntimeError instead of the original
+exception, and on a GPU it fails asynchronously as a device-side assert that leaves the CUDA
+context unusable: right for checks of programming errors, not for exceptions that callers catch.
 """
 
 import libcst as cst
 
+from dynalint.fixes.checks import raise_check_fix
 from dynalint.fixes.where import where_fix
 
 from ..rule import BREAKS, CLEAN, Example, Rule
@@ -87,7 +94,8 @@ class TensorControlFlow(Rule):
                 return  # the operands are checked on their own
             if _is_tensor_condition(test, ctx):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
-                ctx.report(self, test, MESSAGE.format(what=what), fix=where_fix(ctx, test, self.code))
+                fix = where_fix(ctx, test, self.code) or raise_check_fix(ctx, test, self.code)
+                ctx.report(self, test, MESSAGE.format(what=what), fix=fix)
         elif type(node) is cst.BooleanOperation:
             op = "and" if type(node.operator) is cst.And else "or"
             operands = [node.left, node.right]
@@ -102,13 +110,14 @@ class TensorControlFlow(Rule):
                 if type(operand) in (cst.BooleanOperation, cst.UnaryOperation):
                     continue
                 if _is_tensor_condition(operand, ctx):
-                    ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"))
+                    ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"), fix=raise_check_fix(ctx, operand, self.code))
         elif type(node) is cst.UnaryOperation:
             if id(node) in _guarded(ctx):
                 return
             if type(node.operator) is cst.Not and type(node.expression) is not cst.BooleanOperation:
                 if _is_tensor_condition(node.expression, ctx):
-                    ctx.report(self, node.expression, MESSAGE.format(what="`not`"), fix=where_fix(ctx, node.expression, self.code))
+                    fix = where_fix(ctx, node.expression, self.code) or raise_check_fix(ctx, node.expression, self.code)
+                    ctx.report(self, node.expression, MESSAGE.format(what="`not`"), fix=fix)
         elif type(node) is cst.Call:
             if type(node.func) is cst.Name and node.func.value in ("all", "any") and len(node.args) == 1:
                 if ctx.call_name(node) == node.func.value and ctx.is_tensor(node.args[0].value):
@@ -195,6 +204,19 @@ class TensorControlFlow(Rule):
         ),
     )
     invalid = invalid + (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                if (y == 0).any():  # expect: DYN120
+                    raise ValueError("y has zeros")
+                return y + 1
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             """
             import torch

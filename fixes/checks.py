@@ -1,0 +1,138 @@
+"""DYN120: a check that raises on a tensor's value becomes an assertion inside the graph.
+
+    if (x == 0).any():                  ->  torch._assert_async(torch.logical_not((x == 0).any()), "ValueError: x has zeros")
+        raise ValueError("x has zeros")
+    if not torch.isfinite(x).all():     ->  torch._assert_async(torch.isfinite(x).all(), "...")
+        raise ValueError(...)
+    if mask is not None and mask.sum() == 0:    ->  if mask is not None:
+        raise ValueError(...)                             torch._assert_async(torch.logical_not(mask.sum() == 0), "...")
+
+`torch._assert_async(t, msg)` fails when the one-element tensor t is zero, as `if not t: raise`
+does; Dynamo traces it into the graph (probed on torch 2.13: 0 breaks, and the compiled code still
+raises). `torch._check` takes no tensors and `torch._check_tensor_all` calls `.item()` (a break).
+`assert t` needs no fix: Dynamo already turns it into this assertion.
+
+Unsafe: the error is a RuntimeError carrying the message, not the original exception, so code
+that catches ValueError no longer does; on a GPU the check runs asynchronously and a failure is a
+device-side assert reported at a later synchronisation, after which the process's CUDA context is
+unusable. Right for checks of programming errors, not for exceptions used as control flow. An
+f-string message is not formatted (its values would be tensors or host syncs): its text is kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Optional
+
+import libcst as cst
+
+from dynalint.findings import UNSAFE, Edit
+
+from .base import SourceInfo, comments_within, guarded, make_fix, source_info
+from .imports import torch_reference
+
+
+def raise_check_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
+    """A fix for `if <tensor test>: raise ...` (reported: the tensor test or the operand of its
+    `not`, or the tensor operand of `<flag> and <tensor test>`)."""
+    if ctx.probe_only or ctx.is_numpy(reported):
+        return None
+    info = source_info(ctx.module, ctx.fn)
+    plan = _plan(info, ctx, reported)
+    if plan is None:
+        return None
+    return guarded(code, lambda positions, module: _rewrite(info, positions, *plan))
+
+
+def _plan(info: SourceInfo, ctx, reported):
+    """(if statement, guard kept as an `if` or None, tensor test, negated, raise statement)."""
+    test, negated = reported, False
+    owner = info.parent(reported)
+    if isinstance(owner, cst.UnaryOperation) and isinstance(owner.operator, cst.Not) and owner.expression is reported:
+        test, negated, owner = owner, True, info.parent(owner)
+    guard = None
+    if isinstance(owner, cst.BooleanOperation) and isinstance(owner.operator, cst.And) and owner.right is test:
+        # `flag and <tensor test>`: the tensor test runs only when flag holds; so does the check.
+        guard, test, owner = owner.left, owner, info.parent(owner)
+        if ctx.is_tensor(guard) or _has_tensor_test(guard, ctx):
+            return None
+    if not isinstance(owner, cst.If) or owner.test is not test or owner.orelse is not None:
+        return None
+    parent = info.parent(owner)
+    if isinstance(parent, cst.If) and parent.orelse is owner:
+        return None  # an `elif`
+    if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
+        return None
+    body = owner.body
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if len(lines) != 1 or not isinstance(lines[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return None
+    smalls = lines[0].body
+    if len(smalls) != 1 or not isinstance(smalls[0], cst.Raise) or smalls[0].exc is None or smalls[0].cause is not None:
+        return None
+    return owner, guard, reported, negated, smalls[0]
+
+
+def _has_tensor_test(node, ctx) -> bool:
+    if isinstance(node, cst.BooleanOperation):
+        return _has_tensor_test(node.left, ctx) or _has_tensor_test(node.right, ctx)
+    if isinstance(node, cst.UnaryOperation):
+        return _has_tensor_test(node.expression, ctx)
+    return ctx.is_tensor(node)
+
+
+def _message(info: SourceInfo, positions, raised: cst.Raise) -> str:
+    exc = raised.exc
+    call = exc if isinstance(exc, cst.Call) else None
+    name = info.text(positions, call.func if call is not None else exc)
+    text = name
+    if call is not None and call.args and call.args[0].keyword is None and not call.args[0].star:
+        first = call.args[0].value
+        try:
+            value = ast.literal_eval(info.text(positions, first))
+        except (ValueError, SyntaxError):
+            value = None
+        if isinstance(value, str):
+            text = f"{name}: {value}"
+        elif isinstance(first, (cst.FormattedString, cst.ConcatenatedString)):
+            text = f"{name}: {_unformatted(first)}"
+    return json.dumps(text, ensure_ascii=False)  # a valid Python literal, in double quotes
+
+
+def _unformatted(node: cst.BaseExpression) -> str:
+    """The text of a string expression, replacement fields kept as written: `f"bad {n}"` ->
+    `bad {n}`; implicitly concatenated parts joined, whitespace runs collapsed."""
+    pieces = []
+    stack = [node]
+    while stack:
+        cur = stack.pop(0)
+        if isinstance(cur, cst.ConcatenatedString):
+            stack[:0] = [cur.left, cur.right]
+        elif isinstance(cur, cst.SimpleString):
+            pieces.append(cur.evaluated_value if isinstance(cur.evaluated_value, str) else "")
+        elif isinstance(cur, cst.FormattedString):
+            for part in cur.parts:
+                if isinstance(part, cst.FormattedStringText):
+                    pieces.append(part.value)
+                else:
+                    pieces.append("{" + cst.Module([]).code_for_node(part.expression) + "}")
+    return " ".join("".join(pieces).split())
+
+
+def _rewrite(info: SourceInfo, positions, node: cst.If, guard, test, negated: bool, raised: cst.Raise):
+    torch, import_edits = torch_reference(info, positions)
+    condition = info.text(positions, test)
+    holds = condition if negated else f"{torch}.logical_not({condition})"
+    check = f"{torch}._assert_async({holds}, {_message(info, positions, raised)})"
+    rng = positions[node]
+    start, end = rng.start, rng.end
+    indent = info.indentation(start.line)
+    comments = comments_within(positions, node, start, end, skip=[test] + ([guard] if guard is not None else []))
+    lead = "".join(f"{c}{info.newline}{indent}" for c in comments)
+    if guard is not None:
+        content = f"{lead}if {info.text(positions, guard)}:{info.newline}{indent}{info.indent_unit}{check}"
+    else:
+        content = f"{lead}{check}"
+    edit = Edit(content, start.line, start.column + 1, end.line, end.column + 1)
+    return make_fix(UNSAFE, f"Check with `{torch}._assert_async` inside the graph instead of raising", import_edits + [edit])
