@@ -261,7 +261,10 @@ class ModelVerifier:
         return self._spec(run.entry, source_override=self._overrides(), save_dir=str(folder))
 
     def after_spec(self, run: ModelRun) -> dict:
-        return self._spec(run.entry, reference_dir=str(self.state.reference_dir(run.name)), time_eager=False)
+        # The fixed files are on disk; the originals travel as `pair_with`, so this child times both
+        # versions interleaved (the 'before' child's own timing gives the speedup over eager).
+        return self._spec(run.entry, reference_dir=str(self.state.reference_dir(run.name)), time_eager=False,
+                          pair_with=self._overrides() or {})
 
     def trial_spec(self, run: ModelRun, only: str) -> dict:
         return self._spec(run.entry, timing=False, reference_dir=str(self.state.reference_dir(run.name)),
@@ -433,7 +436,16 @@ def describe_run(run: ModelRun) -> str:
     if after.get("outputs_match") is not None:
         parts.append("outputs match" if after["outputs_match"] else "OUTPUTS DIFFER")
     eager = (before.get("timing") or {}).get("eager_ms")
-    compiled = [(r.get("timing") or {}).get("compiled_ms") for r in (before, after)]
+    t = after.get("timing") or {}
+    compiled = [t.get("compiled_before_ms"), t.get("compiled_ms")]
+    if None in compiled:
+        compiled = [(r.get("timing") or {}).get("compiled_ms") for r in (before, after)]
     if eager is not None and None not in compiled:
         parts.append(f"eager {eager:.3g} ms, compiled {compiled[0]:.3g} -> {compiled[1]:.3g} ms")
+    if t.get("compare"):
+        c = t["compare"]
+        parts.append(f"fix speedup {c['speedup']:.2f}x [{c['ci'][0]:.2f}-{c['ci'][1]:.2f}]: {t.get('verdict')}"
+                     if c.get("speedup") and t.get("verdict") != "cannot measure" else "fix speedup: cannot measure")
+    for warning in t.get("warnings") or ():
+        parts.append(f"warning: {warning}")
     return ", ".join(parts)

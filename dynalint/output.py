@@ -78,7 +78,19 @@ def finding_json(f: Finding) -> dict:
         "message": f.message,
         "noqa_row": f.row,
         "url": rule_url(f.code),
+        # Dynamo's own break types this finding predicts (GB codes of torch's graph-break registry).
+        "gb_types": gb_types(f.code),
     }
+
+
+def gb_types(code: str) -> list[dict]:
+    """[{"id": "GB0170", "type": "Data-dependent branching", "url": ...}] for a rule's code."""
+    rule = _rule(code)
+    return [{"id": gb_id, "type": gb_type, "url": gb_url(gb_id)} for gb_id, gb_type in getattr(rule, "gb_types", ())]
+
+
+def gb_url(gb_id: str) -> str:
+    return f"https://meta-pytorch.github.io/compile-graph-break-site/gb/{gb_id.lower()}.html"
 
 
 def format_json(findings: list[Finding], **_) -> str:
@@ -132,7 +144,8 @@ def _sarif_rule(r) -> dict:
         "help": {"text": docs, "markdown": docs},
         "helpUri": rule_url(r.code),
         "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
-        "properties": {"tags": ["torch.compile"], "fixable": r.fixable or "none"},
+        "properties": {"tags": ["torch.compile"], "fixable": r.fixable or "none",
+                       "gbTypes": [{"id": i, "type": t, "url": gb_url(i)} for i, t in getattr(r, "gb_types", ())]},
     }
 
 
@@ -178,6 +191,8 @@ def format_sarif(findings: list[Finding], config=None, **_) -> str:
         }
         if f.code in index:
             res["ruleIndex"] = index[f.code]
+        if gb_types(f.code):
+            res["properties"] = {"gbTypes": gb_types(f.code)}
         if f.fix is not None and f.fix.edits:
             res["fixes"] = [_sarif_fix(f)]
         results.append(res)

@@ -65,6 +65,19 @@ def _breaks(runs: list, which: str) -> dict[tuple[str, int], list[dict]]:
     return out
 
 
+def _traced(runs: list) -> Optional[dict[str, set[int]]]:
+    """Lines Dynamo traced in the models' 'before' runs (None: no run logged them)."""
+    out: Optional[dict[str, set[int]]] = None
+    for run in runs:
+        lines = (run.before or {}).get("traced_lines")
+        if lines is None:
+            continue
+        out = out if out is not None else {}
+        for path, rows in lines.items():
+            out.setdefault(os.path.realpath(path), set()).update(rows)
+    return out
+
+
 def _confirmed_by(f: dict, path: str, breaks: dict) -> list[str]:
     rows = range(f["row"], max(f["row"], f.get("end_row") or f["row"]) + 1)
     return sorted({b["model"] for row in rows for b in breaks.get((path, row), ())})
@@ -101,6 +114,7 @@ def _revert_records(result: MigrationResult) -> dict[str, dict]:
 
 def file_rows(result: MigrationResult, before_breaks: dict, after_breaks: dict) -> list[dict]:
     reverts = _revert_records(result)
+    traced = _traced(result.runs)
     after_by_file: dict[str, list[Finding]] = {}
     for f in result.after:
         after_by_file.setdefault(f.filename, []).append(f)
@@ -114,6 +128,9 @@ def file_rows(result: MigrationResult, before_breaks: dict, after_breaks: dict) 
         _match_reverted(kept, reverted)
         for f in fixed + reverted:
             f["confirmed_by"] = _confirmed_by(f, path, before_breaks)
+        for f in fixed:  # verified only where Dynamo traced the fixed line
+            rows_ = range(f["row"], max(f["row"], f.get("end_row") or f["row"]) + 1)
+            f["traced"] = None if traced is None else any(r in traced.get(path, ()) for r in rows_)
         for f in kept:
             f["confirmed_by"] = _confirmed_by(f, path, after_breaks if f["status"] == KEPT else before_breaks)
         findings = sorted(fixed + kept, key=lambda f: (f["row"], f["column"], f["code"]))
@@ -149,6 +166,11 @@ def model_row(run) -> dict:
     before, after = run.before or {}, run.after or {}
     tb, ta = before.get("timing") or {}, after.get("timing") or {}
     eager, compiled_before, compiled_after = tb.get("eager_ms"), tb.get("compiled_ms"), ta.get("compiled_ms")
+    # The 'after' child times both versions interleaved: its pair is the sound comparison.
+    paired = ta.get("compare") or {}
+    if ta.get("compiled_before_ms") is not None:
+        compiled_before = ta["compiled_before_ms"]
+    warnings = list(dict.fromkeys(list(tb.get("warnings") or ()) + list(ta.get("warnings") or ())))
 
     def graphs(r: dict) -> dict:
         return {"graph_count": r.get("graph_count"), "graph_break_count": r.get("graph_break_count"),
@@ -162,8 +184,11 @@ def model_row(run) -> dict:
         "outputs_match": after.get("outputs_match"), "max_abs_diff": after.get("max_abs_diff"),
         "eager_ms": eager, "compiled_before_ms": compiled_before, "compiled_after_ms": compiled_after,
         "compile_before_s": tb.get("compile_s"), "compile_after_s": ta.get("compile_s"),
-        "speedup_before": _ratio(eager, compiled_before), "speedup_after": _ratio(eager, compiled_after),
-        "fix_speedup": _ratio(compiled_before, compiled_after),
+        "speedup_before": _ratio(eager, tb.get("compiled_ms")),
+        "speedup_after": (_ratio(eager, tb.get("compiled_ms")) * paired["speedup"]
+                          if paired.get("speedup") and _ratio(eager, tb.get("compiled_ms")) else _ratio(eager, compiled_after)),
+        "fix_speedup": paired.get("speedup") if paired else _ratio(compiled_before, compiled_after),
+        "fix_speedup_ci": paired.get("ci"), "fix_verdict": ta.get("verdict"), "timing_warnings": warnings,
         "device": before.get("device"), "device_name": before.get("device_name"), "torch": before.get("torch"),
         "reverted": run.reverted, "trials": run.trials,
         "error": before.get("error") or after.get("error"),
@@ -255,7 +280,10 @@ def summarize(data: dict, n_files: int, before: list, after: list) -> dict:
     return {
         "files": n_files, "files_fixed": sum(1 for r in data["files"] if r["counts"].get(FIXED)),
         "files_reverted": len(data["reverts"]), "findings_before": len(before), "findings_after": len(after),
-        "fixed": statuses[FIXED], "fixes_reverted": statuses[REVERTED], "kept": statuses[KEPT],
+        "fixed": statuses[FIXED],
+        "fixed_traced": sum(1 for row in data["files"] for f in row["findings"]
+                            if f["status"] == FIXED and f.get("traced") is not False),
+        "fixes_reverted": statuses[REVERTED], "kept": statuses[KEPT],
         "models": len(data["models"]), "models_by_status": dict(models), "missed_breaks": len(data["missed_breaks"]),
     }
 

@@ -60,6 +60,10 @@ class Rule:
     # "error" for graph breaks, "warning" for recompiles, "info" for host syncs.
     severity: ClassVar[str] = "error"
     node_types: ClassVar[tuple[type, ...]] = ()
+    # Dynamo's break types this rule predicts: (GB id, gb_type) pairs from torch's
+    # torch/_dynamo/graph_break_registry.json, copied here because the lint path never imports torch
+    # (tests check them against the installed torch's registry and its probes). Required for DYN1xx.
+    gb_types: ClassVar[tuple[tuple[str, str], ...]] = ()
     # Which fix applicability this rule can offer (None, "safe", "unsafe", "sometimes").
     fixable: ClassVar[str | None] = None
     invalid: ClassVar[tuple[Example, ...]] = ()

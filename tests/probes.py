@@ -64,12 +64,17 @@ def run_probe(example: Example) -> dict:
     env = {"torch": torch, "np": numpy}
     inputs = eval(example.inputs, env)
     if example.dynamo in (BREAKS, CLEAN):
+        from dynalint.verify.measuring import DynamoLog
+
         torch.manual_seed(0)
-        out = torch._dynamo.explain(target)(*inputs)
+        with DynamoLog(trace=False) as log:
+            out = torch._dynamo.explain(target)(*inputs)
         return {
             "graph_count": out.graph_count,
             "graph_break_count": out.graph_break_count,
             "break_reasons": [str(r.reason).splitlines()[0] for r in out.break_reasons],
+            # Dynamo's break types (GB codes) from its own log, breaks in skipped frames included.
+            "gb_ids": sorted({b["gb_id"] for b in log.as_json()["logged_breaks"] if b["gb_id"]}),
         }
     if example.dynamo in (RECOMPILES, NO_RECOMPILE):
         counter = CompileCounter()

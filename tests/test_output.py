@@ -68,7 +68,11 @@ def test_fix_marks_depend_on_unsafe():
 
 def test_json_follows_ruffs_schema():
     (item, other) = json.loads(format_json([PRINT, BRANCH]))
-    assert set(item) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url"}
+    # ruff's keys, and Dynamo's break types the rule predicts.
+    assert set(item) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url",
+                         "gb_types"}
+    assert item["gb_types"] == [{"id": "GB0059", "type": "Failed to trace builtin operator",
+                                 "url": "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html"}]
     assert item["location"] == {"row": 4, "column": 2} and item["end_location"] == {"row": 4, "column": 10}
     assert item["url"] == rule_url("DYN101") and item["noqa_row"] == 4
     assert item["fix"] == {

@@ -3,12 +3,13 @@ and the valid ones do not. A rule whose claim Dynamo does not confirm fails here
 
 import pytest
 
+from dynalint.lint.rule import BREAKS
 from dynalint.lint.rules import all_rules
 
 from .probes import run_probe, verdict
 
 CASES = [
-    pytest.param(ex, id=f"{rule.code}-{kind}-{i}")
+    pytest.param(ex, rule, id=f"{rule.code}-{kind}-{i}")
     for rule in all_rules()
     for kind, examples in (("invalid", rule.invalid), ("valid", rule.valid))
     for i, ex in enumerate(examples)
@@ -17,7 +18,12 @@ CASES = [
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("example", CASES)
-def test_dynamo_confirms_example(example):
+@pytest.mark.parametrize("example,rule", CASES)
+def test_dynamo_confirms_example(example, rule):
     result = run_probe(example)
     assert verdict(example, result), f"expected {example.dynamo}, Dynamo gave {result}\n{example.source}"
+    if example.dynamo == BREAKS and result.get("gb_ids"):
+        # The break types Dynamo reports are among those the rule declares (its `gb_types`).
+        declared = {gb_id for gb_id, _ in rule.gb_types}
+        assert set(result["gb_ids"]) <= declared, (
+            f"{rule.code}: Dynamo reported {result['gb_ids']}, the rule declares {sorted(declared)}\n{example.source}")

@@ -155,7 +155,11 @@ def test_verify_fixed_version_improves_and_outputs_are_compared(monkeypatch):
     assert report["outputs_match"] is True and report["max_abs_diff"] == 0.0
     timing = report["timing"]
     assert timing["note"] == "no CUDA GPU found: timed on CPU"
-    assert timing["speedup"] == pytest.approx(timing["compiled_before_ms"] / timing["compiled_after_ms"])
+    # Both versions timed in one child, interleaved: the speedup is the median of paired rounds.
+    lo, hi = timing["speedup_ci"]
+    assert lo <= timing["speedup"] <= hi
+    assert set(timing["arms"]) == {"eager", "before", "after"} and timing["rounds"] >= 2
+    assert timing["verdict"] in ("faster", "slower", "no measurable difference", "cannot measure")
     assert "note" not in report
 
 
@@ -332,3 +336,86 @@ def test_text_and_markdown_show_the_same_tables():
     assert "| confirmed | m.py:9:12 | DYN120 |" in md
     assert "| 1.500 | 1.200 | 0.400 | 3.00 | 2.00 | 3.00x |" in md
     assert json.loads(render(SAMPLE_REPORT, "json")) == SAMPLE_REPORT
+
+
+# --------------------------------------------------------------------------------------------
+# Interleaved timing of two versions in one child
+
+
+@pytest.mark.torch
+def test_interleaved_timing_identical_versions_and_a_slower_one():
+    """Two identical versions: no measurable difference; four times the work: slower."""
+    path = fixture("timing_work.py")
+    text = Path(path).read_text()
+    base = {"target": f"{path}::make", "explain": False, "trace": False, "timing": True, "time_eager": False,
+            "backend": "eager", "threads": 1, "repeat": 30, "max_seconds": 20}
+    same = runner.measure({**base, "pair_with": {path: text}})
+    assert same["error"] is None, same
+    t = same["timing"]
+    assert set(t["arms"]) == {"before", "after"} and t["rounds"] >= 10
+    assert len(t["samples"]["before"]) == len(t["samples"]["after"]) == t["rounds"]
+    assert t["verdict"] == "no measurable difference", t
+    lo, hi = t["compare"]["ci"]
+    assert lo <= 1.02 and hi >= 1 / 1.02
+
+    slower = runner.measure({**base, "source_override": {path: text.replace("STEPS = 4", "STEPS = 16")},
+                             "pair_with": {path: text}})
+    assert slower["error"] is None, slower
+    t = slower["timing"]
+    assert t["verdict"] == "slower", t
+    assert t["compare"]["ci"][1] < 0.5  # four times the matmuls: well under half the speed
+
+
+# --------------------------------------------------------------------------------------------
+# Every break accounted for: Dynamo's logs, skipped frames, not_traced, GB codes
+
+
+@pytest.mark.torch
+def test_break_in_a_loop_is_a_skipped_frame_and_later_lines_are_not_traced():
+    """explain() lists no break here (0 graphs): Dynamo's log has it, and the skipped frame."""
+    path = fixture("skipped_frame.py")
+    report = runner.verify(f"{path}::LoopBreak", input_shape=[4, 4], timing=False)
+    before = report["before"]
+    assert before["graph_count"] == 0
+    [brk] = before["break_reasons"]
+    assert brk["lineno"] == line_of(path, "if x.sum() > 0") and brk["logged_only"] is True
+    assert brk["gb_type"] == "Data-dependent branching" and brk["gb_id"].startswith("GB")
+    [skip] = before["frame_skips"]
+    assert skip["lineno"] == line_of(path, "if x.sum() > 0") and "loop" in skip["why"]
+    status = {f["code"]: f["status"] for f in report["findings"]}
+    assert status == {"DYN120": "confirmed", "DYN110": "not_traced"}
+    assert runner.fullgraph_problems(report) == ["0 graphs, 0 graph breaks", "1 functions Dynamo skipped"]
+    text = render(report, "text")
+    assert "Frames Dynamo skipped" in text and "not_traced" in text
+
+
+@pytest.mark.torch
+def test_fullgraph_exit_code_and_recompile_reasons():
+    bad = invoke(f"{fixture('bad_if.py')}::BadIf", "--input-shape", "4,16", "--no-timing", "--fullgraph")
+    assert bad.exit_code == 1 and "--fullgraph: 2 graphs, 1 graph breaks" in bad.output
+    clean = invoke(f"{fixture('models.py')}::make_clean_with_inputs", "--no-timing", "--fullgraph",
+                   "--output-format", "json")
+    assert clean.exit_code == 0, clean.output
+    assert json.loads(clean.output)["fullgraph_problems"] == []
+    # A second shape with static shapes: one recompile per frame, each with its guard failure.
+    path = fixture("bad_if.py")
+    report = runner.verify(f"{path}::BadIf", input_shape=[4, 16], second_input_shape=[5, 16], dynamic=False,
+                           timing=False)
+    reasons = report["before"]["recompile_reasons"]
+    assert report["before"]["recompiles"] == 2 and len(reasons) == 2
+    assert {r["function"] for r in reasons} == {"forward", "torch_dynamo_resume_in_forward_at_14"}
+    assert all("size mismatch at index 0. expected 4, actual 5" in r["guards"][0]["guard"] for r in reasons)
+    assert "Recompiles (guard failures)" in render(report, "text")
+
+
+def test_breaks_without_a_location_are_unexplained_never_none():
+    side = {"graph_count": 14, "graph_break_count": 13, "break_reasons": [], "unexplained_breaks": 13,
+            "frame_skips": [{"function": "reduce", "filename": "einops/einops.py", "lineno": 500,
+                             "why": "hit the recompile limit (recompile_limit = 8): later calls run this function eagerly"}]}
+    report = {"target": "m.py::M", "torch": "2.13", "device_name": "cpu", "before": side, "after": side,
+              "fixes": [], "findings": [], "missed": [], "outputs_match": True, "max_abs_diff": 0.0, "timing": None}
+    text = render(report, "text")
+    assert "0 + unexplained (13)" in text and "Unexplained breaks before (13)" in text
+    assert "hit the recompile limit" in text and "einops/einops.py:500" in text
+    assert runner.fullgraph_problems(report) == ["14 graphs, 13 graph breaks", "13 breaks without a location",
+                                                 "1 functions Dynamo skipped"]

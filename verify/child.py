@@ -66,11 +66,24 @@ class Prepared:
     overrides: dict
 
 
+def _set_threads(torch, spec: dict, result: dict) -> None:
+    """--threads, else on a loaded machine 1 thread when timing: threads that wait for each other
+    at every op lose whole scheduler slices to other processes (a 0.4 ms call measured 50-90 ms)."""
+    from dynalint.verify import stats
+
+    if spec.get("threads"):
+        torch.set_num_threads(int(spec["threads"]))
+    elif spec.get("timing", True) and torch.get_num_threads() > 1 and stats.loaded(stats.machine_load(), 1):
+        torch.set_num_threads(1)
+        result["threads_note"] = "machine loaded: timed with 1 thread (choose with --threads)"
+
+
 def prepare(spec: dict, result: dict) -> Prepared:
     """Import and build the target, make (or load) its inputs, save what the fixed run needs."""
     from dynalint.verify import loading, measuring as M
 
     torch = import_torch()
+    _set_threads(torch, spec, result)
     overrides = loading.install_overrides(spec.get("source_override"))
     seed = int(spec.get("seed", 0))
     device = resolve_device(torch, spec.get("device", "auto"))
@@ -81,7 +94,7 @@ def prepare(spec: dict, result: dict) -> Prepared:
     M.seed_everything(seed)
     obj = loading.import_object(spec["target"], overrides)
     M.seed_everything(seed)
-    kind, fn, example = loading.build_target(obj, spec["target"])
+    kind, fn, example = loading.build_target(obj, spec["target"], spec.get("target_args"))
     result["target_kind"] = kind
     result["model_files"] = loading.model_files(kind, fn, _target_file(spec["target"]), tdir)
     result["module_classes"] = loading.module_classes(fn, tdir)
@@ -143,14 +156,14 @@ def run_dynamo(spec: dict, p: Prepared, fresh, result: dict) -> None:
 
     seed, dynamic = int(spec.get("seed", 0)), spec.get("dynamic")
     try:
-        result.update(M.explain(fresh(), p.args, p.kwargs, seed, dynamic))
+        result.update(M.explain(fresh(), p.args, p.kwargs, seed, dynamic, result.get("model_files")))
     except USER_ERRORS as exc:
         raise StageError("explain", f"torch._dynamo.explain failed: {describe(exc)}") from exc
     second = loading.second_inputs(spec, p.overrides)
     if second is not None:
         second = (loading.to_device(second[0], p.device), loading.to_device(second[1], p.device))
-        result["recompiles"] = _call(M.count_recompiles, (fresh(), (p.args, p.kwargs), second, seed, dynamic), {},
-                                     "forward", "the call with the second inputs")
+        result.update(_call(M.count_recompiles, (fresh(), (p.args, p.kwargs), second, seed, dynamic), {},
+                            "forward", "the call with the second inputs"))
 
 
 def measure_in_process(spec: dict) -> dict[str, Any]:
@@ -164,10 +177,11 @@ def measure_in_process(spec: dict) -> dict[str, Any]:
     # switches its attention type on the first short input), and every phase should see a first call.
     fresh = _fresh_copies(torch, p.fn)
     with torch.no_grad():
-        run_eager(spec, p, fresh, result)
-        run_dynamo(spec, p, fresh, result)
+        if spec.get("explain", True):
+            run_eager(spec, p, fresh, result)
+            run_dynamo(spec, p, fresh, result)
         if spec.get("timing", True):
-            result["timing"] = _timing(spec, fresh, p.args, p.kwargs, p.device, spec.get("dynamic"))
+            result["timing"] = _timing(spec, p, fresh, result)
     return result
 
 
@@ -185,19 +199,96 @@ def _fresh_copies(torch, fn):
     return lambda: copy.deepcopy(fn)
 
 
-def _timing(spec: dict, fresh, args, kwargs, device: str, dynamic) -> dict:
-    from dynalint.verify import measuring as M
+def _baseline(spec: dict, p: Prepared, kind: str, target: str):
+    """The other version for interleaved timing, built in this process: the modules of the files
+    `pair_with` names are executed again from its texts (files the main version overrides and
+    `pair_with` does not: from disk), and a copy of the module gets those modules' classes."""
+    import copy
 
-    repeat, warmup = int(spec.get("repeat", 20)), int(spec.get("warmup", 3))
-    backend = spec.get("backend") or "inductor"
-    timing = {"device": device, "repeat": repeat, "warmup": warmup, "backend": backend}
-    if spec.get("time_eager", True):
-        timing["eager_ms"] = _call(M.time_calls, (fresh(), args, kwargs, device, repeat, warmup), {}, "forward",
-                                   "timing eager")
+    import torch
+
+    from dynalint.verify import loading
+
+    pair = {os.path.realpath(k): v for k, v in (spec.get("pair_with") or {}).items()}
+    files = set(pair) | set(p.overrides)
+    target_file = _target_file(target)
+    if kind == "function" and target_file:
+        files.add(target_file)
+
+    def text_of(path: str) -> str:
+        if path in pair:
+            return pair[path]
+        with open(path, encoding="utf-8") as fh:  # the version on disk
+            return fh.read()
+
     try:
-        timing.update(M.compile_and_time(fresh(), args, kwargs, device, repeat, warmup, backend, dynamic))
+        new_modules = loading.reexec_modules({f: text_of(f) for f in files})
+    except USER_ERRORS as exc:
+        raise StageError("timing", f"importing the other version for timing failed: {describe(exc)}") from exc
+    if isinstance(p.fn, torch.nn.Module):
+        try:
+            other = copy.deepcopy(p.fn)
+        except Exception as exc:
+            raise StageError("timing", f"cannot copy the module to time both versions: {describe(exc)}") from exc
+        loading.swap_classes(other, new_modules)
+        return other
+    module = new_modules.get(getattr(p.fn, "__module__", ""))
+    other = loading._by_qualname(module, getattr(p.fn, "__qualname__", "")) if module else None
+    if other is None:
+        raise StageError("timing", "cannot find the other version of the function to time both versions")
+    return other
+
+
+def _timing(spec: dict, p: Prepared, fresh, result: dict) -> dict:
+    """Compiled time of this version (and of the `pair_with` version, interleaved), eager time,
+    compile times, load and thread count; statistics and the verdict come from `stats`."""
+    import torch
+
+    from dynalint.verify import measuring as M, stats
+
+    repeat, warmup = int(spec.get("repeat", 30)), int(spec.get("warmup", 3))
+    backend = spec.get("backend") or "inductor"
+    dynamic, device = spec.get("dynamic"), p.device
+    timing = {"device": device, "repeat": repeat, "warmup": warmup, "backend": backend,
+              "threads": torch.get_num_threads()}
+    if result.get("threads_note"):
+        timing["threads_note"] = result["threads_note"]
+    try:
+        M.warm_compiler(device, backend)
     except USER_ERRORS as exc:
         raise StageError("compile", f"torch.compile(backend={backend!r}) failed: {describe(exc)}") from exc
+    versions = {}
+    if spec.get("pair_with") is not None:
+        versions["before"] = _baseline(spec, p, result.get("target_kind"), spec["target"])
+        versions["after"] = fresh()
+    else:
+        versions["compiled"] = fresh()
+    arms, compile_s = {}, {}
+    if spec.get("time_eager", True):
+        arms["eager"] = versions.get("before") or fresh()
+    for name, fn in versions.items():
+        try:
+            arms[name], compile_s[name] = M.compile_first_call(fn, p.args, p.kwargs, device, backend, dynamic)
+        except USER_ERRORS as exc:
+            raise StageError("compile", f"torch.compile(backend={backend!r}) failed: {describe(exc)}") from exc
+    try:
+        timed = M.time_arms(arms, p.args, p.kwargs, device, repeat, warmup, float(spec.get("max_seconds", 60)),
+                            int(spec.get("seed", 0)))
+    except USER_ERRORS as exc:
+        raise StageError("forward", f"timing failed: {describe(exc)}") from exc
+    timing.update(rounds=timed["rounds"], calls_per_round=timed["calls_per_round"], arms=timed["arms"],
+                  samples=timed["samples"], load=timed["load"], compile_s_by_version=compile_s)
+    if "host" in timed:
+        timing["host_ms"] = timed["host"]
+    main = "after" if "after" in arms else "compiled"
+    timing["compiled_ms"] = timed["arms"][main]["median_ms"]
+    timing["compile_s"] = compile_s[main]
+    if "eager" in arms:
+        timing["eager_ms"] = timed["arms"]["eager"]["median_ms"]
+    if "before" in arms:
+        timing["compiled_before_ms"] = timed["arms"]["before"]["median_ms"]
+        timing["compare"] = stats.compare(timed["samples"]["before"], timed["samples"]["after"], int(spec.get("seed", 0)))
+    timing.update(stats.assess(timing))
     return timing
 
 

@@ -180,7 +180,7 @@ def _required_params(fn) -> list[str]:
     ]
 
 
-def build_target(obj: Any, target: str) -> tuple[str, Any, Any]:
+def build_target(obj: Any, target: str, target_args: Optional[dict] = None) -> tuple[str, Any, Any]:
     """-> (kind, callable under test, example inputs or None).
 
     kind: "class" (nn.Module subclass built with no arguments), "factory" (function returning a
@@ -194,7 +194,8 @@ def build_target(obj: Any, target: str) -> tuple[str, Any, Any]:
     if inspect.isclass(obj):
         if not issubclass(obj, torch.nn.Module):
             raise StageError("construct", f"{target} is a class but not a torch.nn.Module")
-        needed = _required_params(obj.__init__)[1:]  # drop self
+        target_args = dict(target_args or {})
+        needed = [n for n in _required_params(obj.__init__)[1:] if n not in target_args]  # drop self
         if needed:
             raise StageError(
                 "construct",
@@ -202,14 +203,14 @@ def build_target(obj: Any, target: str) -> tuple[str, Any, Any]:
                 "point verify at a function that builds it, e.g. `file.py::make_model`",
             )
         try:
-            return "class", obj(), None
+            return "class", obj(**target_args), None
         except USER_ERRORS as exc:
             raise StageError("construct", f"building {target}() failed: {describe(exc)}") from exc
     if callable(obj):
-        if _required_params(obj):
+        if _required_params(obj) and not target_args:
             return "function", obj, None
         try:
-            made = obj()
+            made = obj(**dict(target_args or {}))
         except USER_ERRORS as exc:
             raise StageError("construct", f"calling {target}() failed: {describe(exc)}") from exc
         example = None
@@ -222,6 +223,22 @@ def build_target(obj: Any, target: str) -> tuple[str, Any, Any]:
             )
         return "factory", made, example
     raise StageError("construct", f"{target} is not a module, a module class or a function")
+
+
+def parse_target_args(items) -> dict:
+    """`--arg seq=512 --arg name=base` -> {"seq": 512, "name": "base"} (Python literals, else strings)."""
+    import ast
+
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ValueError(f"{item!r} is not KEY=VALUE")
+        try:
+            out[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            out[key.strip()] = value.strip()
+    return out
 
 
 def normalize_inputs(value: Any) -> tuple[tuple, dict]:
@@ -335,3 +352,69 @@ def module_classes(fn: Any, torch_dir: str) -> list[dict]:
             continue
         out.append({"qualname": cls.__qualname__, "file": path})
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# A second version of the code in the same process (for interleaved timing)
+
+
+def _module_file(module) -> Optional[str]:
+    path = getattr(module, "__file__", None)
+    return os.path.realpath(path) if isinstance(path, str) else None
+
+
+def reexec_modules(texts: dict[str, str]) -> dict[str, Any]:
+    """Fresh module objects, executed from `texts` ({real path: text}), for every imported module of
+    those files. -> {module name: new module}. sys.modules keeps the old ones; names one new module
+    imported from another re-executed file are rebound to that file's new objects."""
+    texts = {os.path.realpath(p): t for p, t in texts.items()}
+    olds = {name: m for name, m in list(sys.modules.items()) if _module_file(m) in texts}
+    new: dict[str, Any] = {}
+    for name, old in olds.items():
+        path = _module_file(old)
+        spec = importlib.util.spec_from_file_location(
+            name, path, loader=_OverrideLoader(name, path, texts[path]),
+            submodule_search_locations=getattr(old.__spec__, "submodule_search_locations", None))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # what runs at import may look itself up
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.modules[name] = old
+        new[name] = module
+    for module in new.values():
+        for attr, value in list(vars(module).items()):
+            owner = new.get(getattr(value, "__module__", None) or "")
+            if owner is None or owner is module:
+                continue
+            replacement = _by_qualname(owner, getattr(value, "__qualname__", ""))
+            if replacement is not None:
+                vars(module)[attr] = replacement
+    return new
+
+
+def _by_qualname(module, qualname: str) -> Any:
+    obj = module
+    for part in qualname.split("."):
+        if part == "<locals>":
+            return None
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def swap_classes(root, new_modules: dict[str, Any]) -> int:
+    """Point every submodule of `root` whose class lives in a re-executed module at the class of
+    the same name in the new module (weights and state stay). -> how many were switched."""
+    switched = 0
+    for sub in root.modules():
+        cls = type(sub)
+        module = new_modules.get(cls.__module__)
+        if module is None:
+            continue
+        replacement = _by_qualname(module, cls.__qualname__)
+        if isinstance(replacement, type) and replacement is not cls:
+            sub.__class__ = replacement
+            switched += 1
+    return switched

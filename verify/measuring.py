@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
+import math
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -144,23 +147,237 @@ def dynamic_shapes(dynamic: Optional[bool]):
         yield
 
 
-def explain(fn: Callable, args: tuple, kwargs: dict, seed: int, dynamic: Optional[bool]) -> dict:
+_GB_URL = re.compile(r"compile-graph-break-site/gb/(gb\d+)\.html", re.I)
+_AT = re.compile(r"in user code at (.+):(\d+)\s*$", re.M)
+_TRACE = re.compile(r"TRACE starts_line (.+):(\d+) in ")
+_RECOMPILING = re.compile(r"Recompiling function (\S+) in (.+):(\d+)")
+_GUARD = re.compile(r"^\s*- (\d+/\d+): (.*?)\s*$")
+_FILE_LINE = re.compile(r'File "(.+)", line (\d+)')
+_LIMIT = re.compile(r"hit config\.(\w+) \((\d+)\)")
+_FUNCTION_AT = re.compile(r"function: '([^']+)' \((.+):(\d+)\)")
+_WONT = re.compile(r"WON'T CONVERT (\S+) (.+) line (\d+)")
+SKIPPED_BREAK = "Skipping the function and falling back to eager"
+
+
+def gb_registry() -> dict[str, dict]:
+    """Torch's catalog of graph-break types (torch/_dynamo/graph_break_registry.json, torch 2.8+):
+    {"GB0170": {"gb_type": ..., "explanation": ..., "hints": [...]}}; {} where torch has none."""
+    import json
+
+    path = os.path.join(torch_dir(), "_dynamo", "graph_break_registry.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for gb_id, entries in raw.items():
+        entry = entries[0] if isinstance(entries, list) and entries else entries
+        if isinstance(entry, dict) and entry.get("Gb_type"):
+            out[gb_id.upper()] = {"gb_type": entry["Gb_type"], "explanation": entry.get("Explanation", ""),
+                                  "hints": list(entry.get("Hints") or ())}
+    return out
+
+
+class DynamoLog(logging.Handler):
+    """Dynamo's own logs while active (torch._logging's graph_breaks, recompiles and, when `trace`,
+    trace_source artifacts; its warnings): every break with its location and GB code, frames
+    Dynamo gave up on, recompiles with their guard failures, and the lines it traced.
+
+    explain() lists only breaks it could resume after; a frame skipped after a break in a loop or
+    after hitting the recompile limit appears only here."""
+
+    def __init__(self, trace: bool = True, files: Optional[list[str]] = None):
+        super().__init__(logging.DEBUG)
+        self.trace = trace
+        self.files = {os.path.realpath(f) for f in files} if files else None
+        self.breaks: list[dict] = []
+        self.recompiles: list[dict] = []
+        self.skips: list[dict] = []
+        self.traced: dict[str, set[int]] = {}
+        self._real: dict[str, Optional[str]] = {}
+        self._registry: Optional[dict] = None
+
+    # -- setup
+    def __enter__(self) -> "DynamoLog":
+        import torch._logging
+
+        torch._logging.set_logs(dynamo=logging.WARNING, graph_breaks=True, recompiles=True, trace_source=self.trace)
+        self._logger = logging.getLogger("torch._dynamo")
+        self._saved = list(self._logger.handlers)
+        for handler in self._saved:  # torch's stderr handler: the report says it better
+            self._logger.removeHandler(handler)
+        self._logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import torch._logging
+
+        self._logger.removeHandler(self)
+        torch._logging.set_logs()
+        for handler in self._saved:
+            if handler not in self._logger.handlers:
+                self._logger.addHandler(handler)
+
+    # -- records
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            name = record.name
+            if name.endswith("__trace_source"):
+                self._on_trace(record)
+                return
+            message = record.getMessage()
+            if name.endswith("__graph_breaks"):
+                self.breaks.append(self._parse_break(message))
+            elif name.endswith("__recompiles"):
+                event = self._parse_recompile(message)
+                if event:
+                    self.recompiles.append(event)
+            elif "hit config." in message and "limit" in message:
+                self._on_limit(message)
+            elif "WON'T CONVERT" in message:
+                m = _WONT.search(message)
+                if m:
+                    self._skip(m.group(1), m.group(2), int(m.group(3)), "Dynamo gave up on this frame: it ran eagerly")
+        except Exception:  # a log line we cannot read must never fail the measurement
+            pass
+
+    def _path(self, path: str) -> Optional[str]:
+        real = self._real.get(path, False)
+        if real is False:
+            real = os.path.realpath(path) if path and not path.startswith("<") else None
+            self._real[path] = real
+        return real
+
+    def _on_trace(self, record: logging.LogRecord) -> None:
+        args = record.args
+        # TRACE starts_line's arguments are (filename, lineno, ...): avoid formatting every line.
+        if isinstance(args, tuple) and len(args) >= 2 and isinstance(args[1], int) and "starts_line" in str(record.msg):
+            path, line = self._path(str(args[0])), args[1]
+        else:
+            m = _TRACE.search(record.getMessage())
+            if not m:
+                return
+            path, line = self._path(m.group(1)), int(m.group(2))
+        if path and (self.files is None or path in self.files):
+            self.traced.setdefault(path, set()).add(line)
+
+    def registry(self) -> dict:
+        if self._registry is None:
+            self._registry = gb_registry()
+        return self._registry
+
+    def _gb(self, text: str) -> tuple[Optional[str], Optional[str]]:
+        """(GB id, gb_type) of a break message: the site link's id, else a registry type named in it."""
+        m = _GB_URL.search(text)
+        registry = self.registry()
+        if m:
+            gb_id = m.group(1).upper()
+            return gb_id, (registry.get(gb_id) or {}).get("gb_type")
+        lines = {line.strip() for line in text.splitlines()}
+        for gb_id, entry in registry.items():
+            if entry["gb_type"] in lines:
+                return gb_id, entry["gb_type"]
+        return None, None
+
+    def _parse_break(self, message: str) -> dict:
+        m = _AT.search(message)
+        filename, lineno = (self._path(m.group(1)), int(m.group(2))) if m else (None, None)
+        gb_id, gb_type = self._gb(message)
+        reason = gb_type
+        if reason is None:
+            after = message.split("Graph Break Reason:", 1)[-1].strip().splitlines()
+            reason = after[0].strip() if after else message.strip().splitlines()[0]
+        entry = {"filename": filename, "lineno": lineno, "gb_id": gb_id, "gb_type": gb_type, "reason": reason,
+                 "frame_skipped": SKIPPED_BREAK in message}
+        if entry["frame_skipped"]:
+            self._skip(None, filename, lineno, "a graph break Dynamo cannot resume after (inside a loop, a `with` "
+                       "or a `try` block): the whole function ran eagerly")
+        return entry
+
+    def _parse_recompile(self, message: str) -> Optional[dict]:
+        m = _RECOMPILING.search(message)
+        if not m:
+            return None
+        guards: list[dict] = []
+        for line in message.splitlines():
+            g = _GUARD.match(line)
+            if g:
+                guards.append({"guard": g.group(2).split("  #", 1)[0].strip(), "filename": None, "lineno": None})
+                continue
+            f = _FILE_LINE.search(line)
+            if f and guards and line.lstrip().startswith("-"):
+                guards[-1]["filename"], guards[-1]["lineno"] = self._path(f.group(1)), int(f.group(2))
+        return {"function": m.group(1), "filename": self._path(m.group(2)), "lineno": int(m.group(3)), "guards": guards}
+
+    def _on_limit(self, message: str) -> None:
+        limit = _LIMIT.search(message)
+        where = _FUNCTION_AT.search(message)
+        if not where:
+            return
+        what = f"hit the recompile limit ({limit.group(1)} = {limit.group(2)})" if limit else "hit a recompile limit"
+        self._skip(where.group(1), where.group(2), int(where.group(3)),
+                   f"{what}: later calls run this function eagerly")
+
+    def _skip(self, function: Optional[str], filename: Optional[str], lineno: Optional[int], why: str) -> None:
+        path = self._path(filename) if filename else None
+        for skip in self.skips:
+            if skip["filename"] == path and (skip["lineno"] == lineno or skip["function"] == function):
+                skip["function"] = skip["function"] or function
+                return
+        self.skips.append({"function": function, "filename": path, "lineno": lineno, "why": why})
+
+    def as_json(self) -> dict:
+        seen: dict[tuple, dict] = {}
+        breaks = []
+        for b in self.breaks:
+            key = (b["filename"], b["lineno"], b["gb_id"] or b["reason"])
+            if key in seen:  # the same break logged again (restarted analysis, a later call)
+                seen[key]["frame_skipped"] = seen[key]["frame_skipped"] or b["frame_skipped"]
+                continue
+            seen[key] = dict(b)
+            breaks.append(seen[key])
+        return {"logged_breaks": breaks, "frame_skips": self.skips, "recompile_events": self.recompiles,
+                "traced_lines": {f: sorted(lines) for f, lines in self.traced.items()} if self.trace else None}
+
+
+def annotate_breaks(reasons: list[dict], logged: list[dict]) -> list[dict]:
+    """explain's break reasons with the GB code the log gave the break at the same place."""
+    by_place: dict[tuple, dict] = {}
+    for b in logged:
+        by_place.setdefault((b["filename"], b["lineno"]), b)
+    for r in reasons:
+        match = by_place.get((r["filename"], r["lineno"]))
+        r["gb_id"] = match["gb_id"] if match else None
+        r["gb_type"] = match["gb_type"] if match else None
+    return reasons
+
+
+def explain(fn: Callable, args: tuple, kwargs: dict, seed: int, dynamic: Optional[bool],
+            files: Optional[list[str]] = None) -> dict:
     import torch
     import torch._dynamo
 
     torch._dynamo.reset()
     seed_everything(seed)
-    with dynamic_shapes(dynamic):
+    with dynamic_shapes(dynamic), DynamoLog(trace=True, files=files) as log:
         out = torch._dynamo.explain(fn)(*args, **kwargs)
+    logged = log.as_json()
+    reasons = annotate_breaks(break_reasons(out, torch_dir()), logged["logged_breaks"])
+    located = sum(1 for r in reasons if r["filename"])
     return {
         "graph_count": out.graph_count,
         "graph_break_count": out.graph_break_count,
-        "break_reasons": break_reasons(out, torch_dir()),
+        "break_reasons": reasons,
+        # Breaks Dynamo counted but gave no place for (explain's list is short, or has no user frame).
+        "unexplained_breaks": max(0, out.graph_break_count - located),
+        **logged,
     }
 
 
-def count_recompiles(fn: Callable, first: tuple, second: tuple, seed: int, dynamic: Optional[bool]) -> int:
-    """Graphs Dynamo compiles for a second call with other shapes (0: the first graphs were reused)."""
+def count_recompiles(fn: Callable, first: tuple, second: tuple, seed: int, dynamic: Optional[bool]) -> dict:
+    """Graphs Dynamo compiles for a second call with other shapes (0: the first graphs were reused),
+    with the guard failures that caused them."""
     import torch
     import torch._dynamo
     from torch._dynamo.testing import CompileCounter
@@ -172,9 +389,12 @@ def count_recompiles(fn: Callable, first: tuple, second: tuple, seed: int, dynam
     compiled(*first[0], **first[1])
     after_first = counter.frame_count
     seed_everything(seed)
-    compiled(*second[0], **second[1])
+    with DynamoLog(trace=False) as log:
+        compiled(*second[0], **second[1])
     torch._dynamo.reset()
-    return counter.frame_count - after_first
+    logged = log.as_json()
+    return {"recompiles": counter.frame_count - after_first, "recompile_reasons": logged["recompile_events"],
+            "recompile_skips": logged["frame_skips"]}
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,27 +469,118 @@ def _sync(device: str) -> None:
 
 
 def time_calls(fn: Callable, args: tuple, kwargs: dict, device: str, repeat: int, warmup: int) -> float:
-    """Median milliseconds of `repeat` calls after `warmup`; CUDA events on GPU, perf_counter on CPU."""
+    """Median milliseconds of `repeat` calls after `warmup` (one version alone: see `time_arms`)."""
+    result = time_arms({"only": fn}, args, kwargs, device, rounds=repeat, warmup=warmup)
+    return result["arms"]["only"]["median_ms"]
+
+
+# A block of calls lasts at least this long, so timer resolution and per-call jitter average out.
+MIN_BLOCK_MS = {"cpu": 10.0, "cuda": 2.0}
+MIN_ROUNDS = 10
+
+
+def _time_block(fn: Callable, args: tuple, kwargs: dict, device: str, calls: int) -> tuple[float, Optional[float]]:
+    """-> (ms per call, host ms per call or None). CUDA: events around the block, and the host
+    time to issue it (how long Python and the launches took before the GPU was waited for)."""
     import torch
 
-    for _ in range(warmup):
-        fn(*args, **kwargs)
-    _sync(device)
-    samples = []
     if device == "cuda":
-        for _ in range(repeat):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        t0 = time.perf_counter()
+        for _ in range(calls):
             fn(*args, **kwargs)
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end))
-    else:
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fn(*args, **kwargs)
-            samples.append((time.perf_counter() - t0) * 1000.0)
-    return statistics.median(samples)
+        host = (time.perf_counter() - t0) * 1000.0
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / calls, host / calls
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn(*args, **kwargs)
+    return (time.perf_counter() - t0) * 1000.0 / calls, None
+
+
+def time_arms(arms: dict[str, Callable], args: tuple, kwargs: dict, device: str, rounds: int = 30, warmup: int = 3,
+              max_seconds: float = 60.0, seed: int = 0) -> dict:
+    """Time several versions of one computation interleaved: each round runs one block of calls
+    of every version, in an order rotated round by round (A B, B A, ...).
+
+    -> {"rounds", "calls_per_round", "samples": {name: [ms per call per round]}, "arms": {name:
+    summary}, "host": {name: host ms per call} (CUDA), "load": [before, after]}."""
+    from dynalint.verify import stats
+
+    load_before = stats.machine_load()
+    names = list(arms)
+    for name in names:
+        for _ in range(max(warmup, 1)):
+            arms[name](*args, **kwargs)
+    _sync(device)
+    # Calls per block from the slowest-to-time (fastest) version: every version gets the same count.
+    probe = min(_time_block(arms[n], args, kwargs, device, 1)[0] for n in names)
+    calls = max(1, min(10_000, math.ceil(MIN_BLOCK_MS.get(device, 10.0) / max(probe, 1e-6))))
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    host: dict[str, list[float]] = {n: [] for n in names}
+    t_start = time.perf_counter()
+    done = 0
+    for r in range(rounds):
+        order = names[r % len(names):] + names[: r % len(names)]
+        for name in order:
+            ms, host_ms = _time_block(arms[name], args, kwargs, device, calls)
+            samples[name].append(ms)
+            if host_ms is not None:
+                host[name].append(host_ms)
+        done += 1
+        if done >= MIN_ROUNDS and time.perf_counter() - t_start > max_seconds:
+            break
+    result = {
+        "rounds": done, "calls_per_round": calls, "samples": samples,
+        "arms": {n: stats.summary(samples[n]) for n in names},
+        "load": [load_before, stats.machine_load()],
+    }
+    if device == "cuda":
+        result["host"] = {n: stats.median(host[n]) for n in names}
+    return result
+
+
+def _clear_compile_caches() -> None:
+    """Forget compiled code held in memory, so the second version compiles as cold as the first."""
+    try:
+        from torch._inductor import codecache
+    except ImportError:
+        return
+    for name in ("PyCodeCache", "CppCodeCache", "CppPythonBindingsCodeCache", "CppWrapperCodeCache"):
+        clear = getattr(getattr(codecache, name, None), "cache_clear", None)
+        if clear is not None:
+            try:
+                clear()
+            except Exception:  # a cache that cannot be cleared only makes the second compile warmer
+                pass
+
+
+def warm_compiler(device: str, backend: str) -> None:
+    """Compile a tiny function first: the compiler's imports and worker start-up are not charged to
+    the first version timed."""
+    import torch
+    import torch._dynamo
+
+    x = torch.randn(8, 8, device=device)
+    torch.compile(lambda t: torch.relu(t) * 2 + 1, backend=backend)(x)
+    _sync(device)
+    torch._dynamo.reset()
+
+
+def compile_first_call(fn: Callable, args: tuple, kwargs: dict, device: str, backend: str,
+                       dynamic: Optional[bool]) -> tuple[Callable, float]:
+    """torch.compile(fn) and its first (compiling) call, synchronized: -> (compiled, seconds)."""
+    import torch
+
+    _clear_compile_caches()
+    compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
+    _sync(device)
+    t0 = time.perf_counter()
+    compiled(*args, **kwargs)
+    _sync(device)
+    return compiled, time.perf_counter() - t0
 
 
 def compile_and_time(

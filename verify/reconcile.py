@@ -2,7 +2,9 @@
 
 Each finding in the target's compile region gets a status:
 - confirmed       Dynamo broke the graph on one of the finding's lines
-- not_reproduced  the line ran (eagerly) and Dynamo did not break there
+- not_reproduced  Dynamo traced the line and did not break there
+- not_traced      the line ran (eagerly) but Dynamo never traced it (a frame it skipped, code
+                  after a break it could not resume from): nothing confirms or refutes the finding
 - not_reached     the line never ran with these inputs
 Findings of rules that do not claim a graph break (recompile hints, host syncs) are `reached` or
 `not_reached`: explain cannot confirm them. Each break with no finding on its line is `missed`.
@@ -21,6 +23,7 @@ from dynalint.engine import SourceFile, analyze_files, module_name_for, read_sou
 from dynalint.findings import Finding
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, REACHED = "confirmed", "not_reproduced", "not_reached", "reached"
+NOT_TRACED = "not_traced"
 
 
 def display_name(path: str) -> str:
@@ -133,33 +136,64 @@ def code_at(findings: list[Finding], by_display: dict[str, str], path: Optional[
     return None
 
 
-def reconcile(linted: LintedFiles, breaks: list[dict], executed: dict[str, list[int]]) -> tuple[list[dict], list[dict]]:
-    """-> (findings with status, missed breaks)."""
+def all_breaks(result: dict) -> list[dict]:
+    """explain's breaks, then those only Dynamo's log reported (in frames it skipped)."""
+    breaks = [dict(b) for b in result.get("break_reasons") or ()]
+    places = {(b["filename"], b["lineno"]) for b in breaks}
+    for b in result.get("logged_breaks") or ():
+        if b.get("filename") and (b["filename"], b["lineno"]) not in places:
+            places.add((b["filename"], b["lineno"]))
+            breaks.append({"reason": b["reason"], "filename": b["filename"], "lineno": b["lineno"],
+                           "gb_id": b.get("gb_id"), "gb_type": b.get("gb_type"), "logged_only": True})
+    return breaks
+
+
+def _gb_predicted(code: str) -> list[str]:
+    from dynalint.lint.rules import rule_by_code
+
+    rule = rule_by_code(code)
+    return [gb_id for gb_id, _ in getattr(rule, "gb_types", ())] if rule is not None else []
+
+
+def reconcile(linted: LintedFiles, breaks: list[dict], executed: dict[str, list[int]],
+              traced: Optional[dict[str, list[int]]] = None) -> tuple[list[dict], list[dict]]:
+    """-> (findings with status, missed breaks). `traced`: lines Dynamo traced (None: unknown)."""
     ran = {path: set(lines) for path, lines in executed.items()}
+    seen_by_dynamo = None if traced is None else {path: set(lines) for path, lines in traced.items()}
     region = in_region(linted, breaks)
     statuses = []
     for f in region:
         path = linted.by_display.get(f.filename, f.filename)
         lines = range(f.row, max(f.row, f.end_row) + 1)
         reached = any(line in ran.get(path, ()) for line in lines)
-        broke = any(b["filename"] == path and b["lineno"] in lines for b in breaks)
+        hits = [b for b in breaks if b["filename"] == path and b["lineno"] in lines]
+        was_traced = seen_by_dynamo is None or any(line in seen_by_dynamo.get(path, ()) for line in lines)
         if _severity(f.code) != "error":
-            status = REACHED if reached or broke else NOT_REACHED
-        elif broke:
+            status = REACHED if reached or hits else NOT_REACHED
+        elif hits:
             status = CONFIRMED
+        elif not reached:
+            status = NOT_REACHED
         else:
-            status = NOT_REPRODUCED if reached else NOT_REACHED
-        statuses.append(
-            {"code": f.code, "message": f.message, "filename": f.filename, "row": f.row, "column": f.column,
-             "severity": _severity(f.code), "status": status}
-        )
+            status = NOT_REPRODUCED if was_traced else NOT_TRACED
+        entry = {"code": f.code, "message": f.message, "filename": f.filename, "row": f.row, "column": f.column,
+                 "severity": _severity(f.code), "status": status, "traced": bool(was_traced and (reached or hits)),
+                 "gb_predicted": _gb_predicted(f.code)}
+        observed = sorted({b["gb_id"] for b in hits if b.get("gb_id")})
+        if observed:
+            entry["gb_observed"] = observed
+            if entry["gb_predicted"]:
+                entry["gb_match"] = bool(set(observed) & set(entry["gb_predicted"]))
+        statuses.append(entry)
     missed, seen = [], set()
     for b in breaks:
         key = (b["filename"], b["lineno"], b["reason"])
         if key in seen:
             continue
         seen.add(key)
+        if not b["filename"]:
+            continue  # counted among the unexplained breaks
         if any(_covers(f, b["filename"], linted.by_display, b["lineno"]) for f in linted.findings):
             continue
-        missed.append({**b, "filename": display_name(b["filename"]) if b["filename"] else None})
+        missed.append({**b, "filename": display_name(b["filename"])})
     return statuses, missed

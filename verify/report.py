@@ -16,45 +16,132 @@ def _loc(item: dict) -> str:
     return f"{item['filename']}:{item['lineno']}"
 
 
+def _reasons_cell(side: dict) -> str:
+    """Located breaks, and the unexplained ones: an empty list is never shown as none."""
+    located = len(side["break_reasons"])
+    unexplained = side.get("unexplained_breaks") or 0
+    return f"{located} + unexplained ({unexplained})" if unexplained else str(located)
+
+
 def _graph_rows(report: dict) -> list[list[str]]:
     rows = []
     for name in ("before", "after"):
         side = report[name]
-        rows.append([name, str(side["graph_count"]), str(side["graph_break_count"]), str(len(side["break_reasons"])),
-                     str(side.get("recompiles", "-"))])
+        rows.append([name, str(side["graph_count"]), str(max(side["graph_break_count"], 0)), _reasons_cell(side),
+                     str(len(side.get("frame_skips") or ())), str(side.get("recompiles", "-"))])
     return rows
 
 
-_GRAPH_HEADER = ["", "graphs", "graph breaks", "break reasons", "recompiles"]
+_GRAPH_HEADER = ["", "graphs", "graph breaks", "break locations", "skipped frames", "recompiles"]
+
+
+def _gb(item: dict) -> str:
+    return item.get("gb_id") or "-"
 
 
 def _break_rows(report: dict) -> list[list[str]]:
     return [
-        [name, _loc(b), b.get("code") or "-", b["reason"]]
+        [name, _loc(b), b.get("code") or "-", _gb(b), (b.get("gb_type") or b["reason"])
+         + (" (in a frame Dynamo then skipped)" if b.get("logged_only") else "")]
         for name in ("before", "after")
         for b in report[name]["break_reasons"]
     ]
 
 
+def _skip_rows(report: dict) -> list[list[str]]:
+    return [[name, _loc(s), s.get("function") or "-", s["why"]]
+            for name in ("before", "after") for s in report[name].get("frame_skips") or ()]
+
+
+def _recompile_rows(report: dict) -> list[list[str]]:
+    rows = []
+    for name in ("before", "after"):
+        for e in report[name].get("recompile_reasons") or ():
+            for g in e["guards"] or [{"guard": "?", "filename": None, "lineno": None}]:
+                rows.append([name, f"{e['function']} ({_loc(e)})", _loc(g) if g.get("filename") else "-",
+                             g.get("code") or "-", g["guard"]])
+    return rows
+
+
 def _finding_rows(report: dict) -> list[list[str]]:
-    return [[f["status"], f"{f['filename']}:{f['row']}:{f['column']}", f["code"], f["message"]] for f in report["findings"]]
+    return [[f["status"], f"{f['filename']}:{f['row']}:{f['column']}", f["code"],
+             ",".join(f.get("gb_observed") or ()) or "-", f["message"]] for f in report["findings"]]
 
 
 def _missed_rows(report: dict) -> list[list[str]]:
-    return [[_loc(m), m["reason"]] for m in report["missed"]]
+    return [[_loc(m), _gb(m), m.get("gb_type") or m["reason"]] for m in report["missed"]]
+
+
+def _unexplained_lines(report: dict) -> list[str]:
+    out = []
+    for name in ("before", "after"):
+        n = report[name].get("unexplained_breaks") or 0
+        if n:
+            out.append(f"Unexplained breaks {name} ({n}): Dynamo counted {n} graph breaks without saying where "
+                       "(see the skipped frames; rerun with TORCH_LOGS=graph_breaks,recompiles).")
+    return out
+
+
+def _fixes_line(report: dict) -> Optional[str]:
+    fixes = report.get("fixes") or []
+    if not fixes:
+        return None
+    verified = report.get("fixes_verified", 0)
+    untraced = sum(1 for f in fixes if f.get("traced") is False)
+    line = f"{len(fixes)} fixed, {verified} verified (on lines Dynamo traced, outputs equal)"
+    if untraced:
+        line += f"; {untraced} on lines Dynamo never traced: not verified"
+    return line + "."
+
+
+def _iqr(arm: Optional[dict]) -> str:
+    return "-" if not arm else f"{arm['q1_ms']:.3f}-{arm['q3_ms']:.3f}"
 
 
 def _timing_rows(report: dict) -> list[list[str]]:
     t = report.get("timing")
     if not t:
         return []
-    speedup = "-" if t.get("speedup") is None else f"{t['speedup']:.2f}x"
-    return [[_ms(t.get("eager_ms")), _ms(t["compiled_before_ms"]), _ms(t["compiled_after_ms"]),
-             f"{t['compile_before_s']:.2f}", f"{t['compile_after_s']:.2f}", speedup]]
+    arms = t.get("arms") or {}
+    paired = "before" in arms
+    rows = []
+    if "eager" in arms:
+        rows.append(["eager", _ms(t.get("eager_ms")), _iqr(arms.get("eager")), "-"])
+    if paired:
+        rows.append(["compiled before", _ms(t["compiled_before_ms"]), _iqr(arms.get("before")),
+                     _s(t.get("compile_before_s"))])
+        rows.append(["compiled after", _ms(t["compiled_after_ms"]), _iqr(arms.get("after")),
+                     _s(t.get("compile_after_s"))])
+    else:
+        rows.append(["compiled", _ms(t["compiled_after_ms"]), _iqr(arms.get("compiled")), _s(t.get("compile_after_s"))])
+    return rows
 
 
-_TIMING_HEADER = ["eager ms", "compiled before ms", "compiled after ms", "compile before s", "compile after s",
-                  "speedup"]
+def _s(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+_TIMING_HEADER = ["", "median ms", "IQR ms", "compile s"]
+
+
+def speedup_line(t: dict) -> Optional[str]:
+    """`Speedup of the fixes: 1.31x (95% interval 1.27-1.36): faster` (None without a pair)."""
+    if t.get("verdict") is None:
+        return None
+    if t["verdict"] == "cannot measure" or t.get("speedup") is None:
+        return "Speedup of the fixes: cannot measure (see the warnings)."
+    lo, hi = t["speedup_ci"]
+    return f"Speedup of the fixes: {t['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}): {t['verdict']}."
+
+
+def _timing_footer(report: dict) -> list[str]:
+    t = report["timing"]
+    lines = []
+    line = speedup_line(t)
+    if line:
+        lines.append(line)
+    lines += [f"Warning: {w}" for w in t.get("warnings") or ()]
+    return lines
 
 
 def _outputs_line(report: dict) -> str:
@@ -69,7 +156,9 @@ def _outputs_line(report: dict) -> str:
 def _timing_caption(report: dict) -> str:
     t = report["timing"]
     where = report.get("device_name") or t["device"]
-    caption = f"Timing on {where}: median of {t['repeat']} calls after {t['warmup']} warm-up, backend {t['backend']}"
+    threads = f", {t['threads']} thread{'s' if t['threads'] != 1 else ''}" if t.get("threads") and t["device"] == "cpu" else ""
+    caption = (f"Timing on {where}{threads}: {t.get('rounds')} interleaved rounds of {t.get('calls_per_round')} calls "
+               f"per version after {t['warmup']} warm-up, backend {t['backend']}")
     if t.get("note"):
         caption += f" ({t['note']})"
     return caption + "."
@@ -94,18 +183,27 @@ def render_text(report: dict) -> str:
         out += ["", report["note"]]
     if report["fixes"]:
         out += ["", "Fixes applied in memory:"]
-        out += [f"  {f['filename']}:{f['row']}  {f['code']}  {f['message']}" for f in report["fixes"]]
+        out += [f"  {f['filename']}:{f['row']}  {f['code']}  {f['message']}"
+                + ("  (not traced by Dynamo)" if f.get("traced") is False else "") for f in report["fixes"]]
+        out.append("  " + _fixes_line(report))
     for error in report.get("fix_errors") or ():
         out.append(f"  fix error: {error}")
     if _break_rows(report):
-        out += ["", "Break reasons:"] + _table(["", "where", "finding", "reason"], _break_rows(report))
+        out += ["", "Graph breaks:"] + _table(["", "where", "finding", "GB", "Dynamo's reason"], _break_rows(report))
+    out += [""] + _unexplained_lines(report) if _unexplained_lines(report) else []
+    if _skip_rows(report):
+        out += ["", "Frames Dynamo skipped (ran eagerly):"] + _table(["", "where", "function", "why"], _skip_rows(report))
+    if _recompile_rows(report):
+        out += ["", "Recompiles (guard failures):"] + _table(["", "function", "guard from", "finding", "guard"],
+                                                             _recompile_rows(report))
     if report["findings"]:
-        out += ["", "Findings in the compile region:"] + _table(["status", "where", "code", "message"], _finding_rows(report))
+        out += ["", "Findings in the compile region:"] + _table(["status", "where", "code", "GB seen", "message"],
+                                                                _finding_rows(report))
     if report["missed"]:
-        out += ["", "Missed (Dynamo broke, no finding):"] + _table(["where", "reason"], _missed_rows(report))
+        out += ["", "Missed (Dynamo broke, no finding):"] + _table(["where", "GB", "reason"], _missed_rows(report))
     out += ["", _outputs_line(report)]
     if report.get("timing"):
-        out += ["", _timing_caption(report)] + _table(_TIMING_HEADER, _timing_rows(report))
+        out += ["", _timing_caption(report)] + _table(_TIMING_HEADER, _timing_rows(report)) + _timing_footer(report)
     return "\n".join(out)
 
 
@@ -130,17 +228,27 @@ def render_markdown(report: dict) -> str:
         out += ["", report["note"]]
     if report["fixes"]:
         out += ["", "Fixes applied in memory:", ""]
-        out += _md_table(["where", "code", "fix"], [[f"{f['filename']}:{f['row']}", f["code"], f["message"]] for f in report["fixes"]])
+        out += _md_table(["where", "code", "fix", "traced by Dynamo"],
+                         [[f"{f['filename']}:{f['row']}", f["code"], f["message"],
+                           {True: "yes", False: "no", None: "?"}[f.get("traced")]] for f in report["fixes"]])
+        out += ["", _fixes_line(report)]
     if _break_rows(report):
-        out += ["", "Break reasons:", ""] + _md_table(["", "where", "finding", "reason"], _break_rows(report))
+        out += ["", "Graph breaks:", ""] + _md_table(["", "where", "finding", "GB", "Dynamo's reason"], _break_rows(report))
+    out += [""] + _unexplained_lines(report) if _unexplained_lines(report) else []
+    if _skip_rows(report):
+        out += ["", "Frames Dynamo skipped (ran eagerly):", ""] + _md_table(["", "where", "function", "why"], _skip_rows(report))
+    if _recompile_rows(report):
+        out += ["", "Recompiles (guard failures):", ""]
+        out += _md_table(["", "function", "guard from", "finding", "guard"], _recompile_rows(report))
     if report["findings"]:
         out += ["", "Findings in the compile region:", ""]
-        out += _md_table(["status", "where", "code", "message"], _finding_rows(report))
+        out += _md_table(["status", "where", "code", "GB seen", "message"], _finding_rows(report))
     if report["missed"]:
-        out += ["", "Missed (Dynamo broke, no finding):", ""] + _md_table(["where", "reason"], _missed_rows(report))
+        out += ["", "Missed (Dynamo broke, no finding):", ""] + _md_table(["where", "GB", "reason"], _missed_rows(report))
     out += ["", _outputs_line(report)]
     if report.get("timing"):
         out += ["", _timing_caption(report), ""] + _md_table(_TIMING_HEADER, _timing_rows(report))
+        out += [""] + [f"{x}  " for x in _timing_footer(report)]
     return "\n".join(out)
 
 

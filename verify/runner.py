@@ -173,44 +173,78 @@ def fix_in_memory(linted, config, unsafe: bool) -> tuple[dict[str, str], list, l
 
 
 def _graph_view(result: dict, findings: list, by_display: dict[str, str]) -> dict:
-    from dynalint.verify.reconcile import code_at, display_name
+    from dynalint.verify.reconcile import all_breaks, code_at, display_name
+
+    def shown(path):
+        return display_name(path) if path else None
 
     view = {
         "graph_count": result["graph_count"],
         "graph_break_count": result["graph_break_count"],
         "break_reasons": [
-            {
-                "reason": b["reason"],
-                "filename": display_name(b["filename"]) if b["filename"] else None,
-                "lineno": b["lineno"],
-                "code": code_at(findings, by_display, b["filename"], b["lineno"]),
-            }
-            for b in result["break_reasons"]
+            {"reason": b["reason"], "filename": shown(b["filename"]), "lineno": b["lineno"],
+             "code": code_at(findings, by_display, b["filename"], b["lineno"]),
+             "gb_id": b.get("gb_id"), "gb_type": b.get("gb_type"), **({"logged_only": True} if b.get("logged_only") else {})}
+            for b in all_breaks(result)
         ],
+        # Breaks Dynamo counted without saying where: never read as "none".
+        "unexplained_breaks": result.get("unexplained_breaks", 0),
+        "frame_skips": [{**s, "filename": shown(s["filename"])} for s in result.get("frame_skips") or ()],
     }
     if "recompiles" in result:
         view["recompiles"] = result["recompiles"]
+    events = list(result.get("recompile_events") or ()) + list(result.get("recompile_reasons") or ())
+    if events:
+        view["recompile_reasons"] = [
+            {"function": e["function"], "filename": shown(e["filename"]), "lineno": e["lineno"],
+             "guards": [{**g, "filename": shown(g["filename"]),
+                         "code": code_at(findings, by_display, g["filename"], g["lineno"])} for g in e["guards"]]}
+            for e in events
+        ]
+    view["frame_skips"] += [{**s, "filename": shown(s["filename"])} for s in result.get("recompile_skips") or ()]
     return view
 
 
-def _timing_view(before: dict, after: Optional[dict], device_asked: str) -> Optional[dict]:
-    tb = before.get("timing")
-    if not tb:
+def fullgraph_problems(report: dict) -> list[str]:
+    """What keeps the code as it is (`before`) from one graph without recompiles (--fullgraph)."""
+    side = report["before"]
+    problems = []
+    if side["graph_break_count"] > 0 or side["graph_count"] != 1:
+        problems.append(f"{side['graph_count']} graphs, {max(side['graph_break_count'], 0)} graph breaks")
+    if side.get("unexplained_breaks"):
+        problems.append(f"{side['unexplained_breaks']} breaks without a location")
+    if side.get("frame_skips"):
+        problems.append(f"{len(side['frame_skips'])} functions Dynamo skipped")
+    if side.get("recompiles"):
+        problems.append(f"{side['recompiles']} recompiles")
+    return problems
+
+
+def _timing_view(result: Optional[dict], device_asked: str, paired: bool) -> Optional[dict]:
+    """The report's timing: both versions' medians and quartiles from interleaved rounds, the
+    speedup's median and 95% interval, the verdict and the warnings (loaded, launch-bound, noisy)."""
+    t = (result or {}).get("timing")
+    if not t:
         return None
-    ta = (after or {}).get("timing") or tb
+    arms = t.get("arms") or {}
+    before_arm, after_arm = (arms.get("before"), arms.get("after")) if paired else (arms.get("compiled"),) * 2
+    by_version = t.get("compile_s_by_version") or {}
+    compare = t.get("compare") or {}
     timing = {
-        "device": tb["device"],
-        "repeat": tb["repeat"],
-        "warmup": tb["warmup"],
-        "backend": tb["backend"],
-        "eager_ms": tb.get("eager_ms"),
-        "compiled_before_ms": tb["compiled_ms"],
-        "compiled_after_ms": ta["compiled_ms"],
-        "compile_before_s": tb["compile_s"],
-        "compile_after_s": ta["compile_s"],
-        "speedup": tb["compiled_ms"] / ta["compiled_ms"] if ta["compiled_ms"] else None,
+        "device": t["device"], "backend": t["backend"], "threads": t.get("threads"), "repeat": t["repeat"],
+        "warmup": t["warmup"], "rounds": t.get("rounds"), "calls_per_round": t.get("calls_per_round"),
+        "eager_ms": t.get("eager_ms"),
+        "compiled_before_ms": before_arm["median_ms"] if before_arm else None,
+        "compiled_after_ms": after_arm["median_ms"] if after_arm else None,
+        "compile_before_s": by_version.get("before" if paired else "compiled"),
+        "compile_after_s": by_version.get("after" if paired else "compiled"),
+        "speedup": compare.get("speedup") if paired else None,
+        "speedup_ci": compare.get("ci") if paired else None,
+        "verdict": t.get("verdict") if paired else None,
+        "warnings": list(t.get("warnings") or ()),
+        "arms": arms, "load": t.get("load"),
     }
-    if tb["device"] == "cpu" and device_asked in (None, "", "auto"):
+    if t["device"] == "cpu" and device_asked in (None, "", "auto"):
         timing["note"] = "no CUDA GPU found: timed on CPU"
     return timing
 
@@ -224,9 +258,12 @@ def verify(
     second_input_shape: Optional[list[int]] = None,
     device: str = "auto",
     dynamic: Optional[bool] = None,
-    repeat: int = 20,
+    repeat: int = 30,
     warmup: int = 3,
     timing: bool = True,
+    max_seconds: float = 60.0,
+    threads: Optional[int] = None,
+    target_args: Optional[dict] = None,
     backend: str = "inductor",
     seed: int = 0,
     unsafe_fixes: bool = False,
@@ -240,13 +277,14 @@ def verify(
     Returns the report (the JSON shape `dynalint verify --output-format json` prints). Raises
     VerifyError for failures of the user's code (import, construction, inputs, forward, timeout).
     """
-    from dynalint.verify.reconcile import display_name, lint_model, reconcile
+    from dynalint.verify.reconcile import all_breaks, display_name, lint_model, reconcile
 
     spec = {
         "target": target, "inputs": inputs, "input_shape": input_shape, "second_inputs": second_inputs,
         "second_input_shape": second_input_shape, "device": device, "dynamic": dynamic, "repeat": repeat,
-        "warmup": warmup, "timing": timing, "backend": backend, "seed": seed,
+        "warmup": warmup, "timing": False, "backend": backend, "seed": seed,
         "sys_path": list(sys_path or []), "verbose": verbose, "cold_compile": timing,
+        "max_seconds": max_seconds, "threads": threads, "target_args": dict(target_args or {}),
     }
     config = config or _config_for(target)
     with tempfile.TemporaryDirectory(prefix="dynalint-verify-ref-") as ref:
@@ -254,13 +292,20 @@ def verify(
         _raise_if_failed(before)
         linted = lint_model(before["model_files"], config, before["module_classes"], before.get("function"))
         overrides, fixed, remaining, fix_errors = fix_in_memory(linted, config, unsafe_fixes)
-        after = None
+        after = timed = None
         if overrides:
-            after_spec = {**spec, "source_override": overrides, "reference_dir": ref, "time_eager": False}
-            after = measure(after_spec, timeout)
+            # The fixed version's child also times both versions, interleaved (the original is
+            # built again in it from `pair_with`).
+            after_spec = {**spec, "source_override": overrides, "reference_dir": ref, "timing": timing,
+                          "pair_with": {p: linted.texts[p] for p in overrides}}
+            after = timed = measure(after_spec, timeout)
             _raise_if_failed(after, "the fixed code failed: ")
+        elif timing:
+            timed = measure({**spec, "timing": True, "explain": False, "trace": False}, timeout)
+            _raise_if_failed(timed, "timing failed: ")
 
-    findings, missed = reconcile(linted, before["break_reasons"], before.get("executed_lines", {}))
+    findings, missed = reconcile(linted, all_breaks(before), before.get("executed_lines", {}), before.get("traced_lines"))
+    traced = {path: set(lines) for path, lines in (before.get("traced_lines") or {}).items()}
     report = {
         "target": target,
         "torch": before["torch"],
@@ -269,7 +314,10 @@ def verify(
         "dynamic": dynamic,
         "before": _graph_view(before, linted.findings, linted.by_display),
         "after": _graph_view(after or before, remaining if after else linted.findings, linted.by_display),
-        "fixes": [{"code": f.code, "filename": display_name(f.filename), "row": f.row, "message": f.fix.message}
+        "fixes": [{"code": f.code, "filename": display_name(f.filename), "row": f.row, "message": f.fix.message,
+                   # Only a fix on a line Dynamo traced is verified by the graphs.
+                   "traced": None if before.get("traced_lines") is None else any(
+                       line in traced.get(linted.by_display.get(f.filename, os.path.realpath(f.filename)), ()) for line in range(f.row, max(f.row, f.end_row) + 1))}
                   for f in fixed],
         "fix_errors": fix_errors,
         "findings": findings,
@@ -277,8 +325,9 @@ def verify(
         "outputs_match": after["outputs_match"] if after else True,
         "max_abs_diff": after["max_abs_diff"] if after else 0.0,
         "outputs_mismatch": (after or {}).get("outputs_mismatch"),
-        "timing": _timing_view(before, after, device),
+        "timing": _timing_view(timed, device, paired=bool(overrides)),
     }
+    report["fixes_verified"] = sum(1 for f in report["fixes"] if f["traced"]) if report["outputs_match"] else 0
     if not overrides:
         report["note"] = "no fix applied: `after` is the original code"
     return report

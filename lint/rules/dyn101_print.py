@@ -37,6 +37,10 @@ class PrintCall(Rule):
     code = "DYN101"
     name = "print-in-compiled-region"
     summary = "`print()` call breaks the graph"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0059", "Failed to trace builtin operator"),
+    )
     node_types = (cst.Call,)
     fixable = "safe"
 

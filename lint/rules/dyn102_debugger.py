@@ -46,6 +46,10 @@ class DebuggerCall(Rule):
     code = "DYN102"
     name = "debugger-in-compiled-region"
     summary = "Debugger call breaks the graph"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0059", "Failed to trace builtin operator"),
+    )
     node_types = (cst.Call,)
     fixable = "unsafe"
 

@@ -39,6 +39,11 @@ class LoggingCall(Rule):
     code = "DYN103"
     name = "logging-in-compiled-region"
     summary = "`logging` call breaks the graph"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0291", "logging.Logger method not supported for non-export cases"),
+        ("GB4841", "Unsupported python_type() call"),
+    )
     node_types = (cst.Call,)
     fixable = "safe"
 

@@ -31,6 +31,10 @@ class WarningsWarn(Rule):
     code = "DYN104"
     name = "warnings-in-compiled-region"
     summary = "`warnings.warn()` breaks the graph"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0007", "Attempted to call function marked as skipped"),
+    )
     node_types = (cst.Call,)
     fixable = "safe"
 

@@ -64,6 +64,13 @@ class UntraceableCall(Rule):
     code = "DYN105"
     name = "untraceable-call"
     summary = "Call into a module Dynamo skips"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0007", "Attempted to call function marked as skipped"),
+        ("GB0014", "Attempted to wrap RNN, GRU, or LSTM"),
+        ("GB0033", "Data dependent operator"),
+        ("GB0294", "attempted to trace numpy function unsupported by PyTorch"),
+    )
     node_types = (cst.Call,)
 
     def check(self, node, ctx):

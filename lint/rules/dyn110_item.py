@@ -33,6 +33,11 @@ class ItemCall(Rule):
     code = "DYN110"
     name = "tensor-to-python-scalar"
     summary = "`.item()` / `int(tensor)` breaks the graph"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0033", "Data dependent operator"),
+        ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
+    )
     node_types = (cst.Call,)
     fixable = "sometimes"
 

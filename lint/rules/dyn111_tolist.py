@@ -28,6 +28,11 @@ class TolistCall(Rule):
     code = "DYN111"
     name = "tensor-tolist"
     summary = "`.tolist()` breaks the graph"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0033", "Data dependent operator"),
+        ("GB0109", "Tensor.tolist() with non-integer tensor"),
+    )
     node_types = (cst.Call,)
 
     def check(self, node, ctx):

@@ -84,6 +84,10 @@ class TensorControlFlow(Rule):
     code = "DYN120"
     name = "tensor-control-flow"
     summary = "Python branch on a tensor's value"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0170", "Data-dependent branching"),
+    )
     node_types = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.UnaryOperation, cst.Call)
     fixable = "sometimes"
 

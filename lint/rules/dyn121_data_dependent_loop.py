@@ -37,6 +37,11 @@ class DataDependentLoop(Rule):
     code = "DYN121"
     name = "data-dependent-loop"
     summary = "Loop length comes from tensor values"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0036", "Dynamic shape operator"),
+        ("GB0059", "Failed to trace builtin operator"),
+    )
     node_types = (cst.For, cst.CompFor, cst.Call)
 
     def check(self, node, ctx):

@@ -48,6 +48,10 @@ class DynamicShapeOp(Rule):
     code = "DYN130"
     name = "data-dependent-output-shape"
     summary = "Operator with a data-dependent output shape"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0036", "Dynamic shape operator"),
+    )
     node_types = (cst.Call, cst.Subscript)
     fixable = "sometimes"
 

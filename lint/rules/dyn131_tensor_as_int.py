@@ -33,6 +33,11 @@ class TensorAsInt(Rule):
     code = "DYN131"
     name = "tensor-used-as-size"
     summary = "Tensor value used as a Python size"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0033", "Data dependent operator"),
+        ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
+    )
     node_types = (cst.Call, cst.Subscript)
 
     def check(self, node, ctx):

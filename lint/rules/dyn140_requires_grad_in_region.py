@@ -30,6 +30,12 @@ class RequiresGradInRegion(Rule):
     code = "DYN140"
     name = "parameter-created-in-region"
     summary = "New `nn.Parameter` / `requires_grad_()` in compiled code"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB0206", "setattr() on Tensor.requires_grad"),
+        ("GB0264", "Attempted to use `torch.nn.Parameter()` constructor with Dynamo"),
+        ("GB8985", "requires_grad_() intermediate leaked as output"),
+    )
     node_types = (cst.Call, cst.Assign)
 
     def check(self, node, ctx):

@@ -53,6 +53,10 @@ class AutogradFunctionDuplicateInput(Rule):
     code = "DYN141"
     name = "autograd-function-duplicate-input"
     summary = "one tensor passed twice to a custom autograd.Function breaks the graph"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB6297", "autograd.Function.apply: duplicate tensor input"),
+    )
     node_types = (cst.Call,)
 
     def check(self, node, ctx):

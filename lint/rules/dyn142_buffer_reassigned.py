@@ -46,6 +46,10 @@ class BufferReassigned(Rule):
     code = "DYN142"
     name = "buffer-reassigned-in-region"
     summary = "`self.buf = self.buf.to(...)` on an `nn.Buffer` breaks the graph"
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    gb_types = (
+        ("GB4841", "Unsupported python_type() call"),
+    )
     node_types = (cst.Assign,)
 
     def check(self, node, ctx):

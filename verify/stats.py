@@ -1,0 +1,156 @@
+"""Timing statistics for verify (pure Python: no torch, testable anywhere).
+
+Both versions are timed in one process, interleaved round by round (A B, B A, A B, ...), so a
+slow drift of the machine (another job starting, clocks throttling) hits both alike. Each round
+gives one time per version and one paired ratio; the speedup is the median of the ratios, with a
+bootstrap 95% interval over rounds (fixed seed: the same samples give the same interval).
+
+Verdict (from the interval, never from the median alone):
+- "faster"  the whole interval of before/after is above 1 + MIN_EFFECT
+- "slower"  the whole interval is below 1 / (1 + MIN_EFFECT)
+- "no measurable difference" otherwise (the interval reaches into the +-MIN_EFFECT band)
+- "cannot measure" when the rounds are too noisy to say anything (see `noisy`)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from typing import Optional, Sequence
+
+# A difference under 2% is not called a difference: identical modules differ by about that
+# (code placement, allocator state) even on a quiet machine.
+MIN_EFFECT = 0.02
+# Noise limits: relative IQR of one version's rounds, relative width of the ratio's interval.
+MAX_REL_IQR = 0.5
+MAX_REL_CI = 0.3
+BOOTSTRAP = 2000
+# Launch-bound on a GPU: the host spent this fraction of the GPU time issuing the calls (the GPU
+# waited for Python and launches), or a call takes less than LAUNCH_BOUND_US on the GPU.
+LAUNCH_BOUND_HOST_FRACTION = 0.8
+LAUNCH_BOUND_US = 50.0
+
+FASTER, SLOWER, SAME, CANNOT = "faster", "slower", "no measurable difference", "cannot measure"
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default), q in [0, 1]."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("quantile of no values")
+    pos = (len(xs) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def median(values: Sequence[float]) -> float:
+    return quantile(values, 0.5)
+
+
+def summary(values: Sequence[float]) -> dict:
+    """Median, quartiles and IQR/median of per-call times (ms)."""
+    med, q1, q3 = median(values), quantile(values, 0.25), quantile(values, 0.75)
+    return {"median_ms": med, "q1_ms": q1, "q3_ms": q3, "rel_iqr": (q3 - q1) / med if med > 0 else None,
+            "min_ms": min(values), "n": len(values)}
+
+
+def bootstrap_ci(values: Sequence[float], seed: int = 0, n: int = BOOTSTRAP, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the median."""
+    rng = random.Random(seed)
+    k = len(values)
+    meds = sorted(median([values[rng.randrange(k)] for _ in range(k)]) for _ in range(n))
+    tail = (1 - level) / 2
+    return quantile(meds, tail), quantile(meds, 1 - tail)
+
+
+def verdict(ci: tuple[float, float]) -> str:
+    lo, hi = ci
+    if lo > 1 + MIN_EFFECT:
+        return FASTER
+    if hi < 1 / (1 + MIN_EFFECT):
+        return SLOWER
+    return SAME
+
+
+def noisy(arms: dict[str, dict], ratio: Optional[dict]) -> list[str]:
+    """Why the rounds are too noisy to trust (empty: they are not)."""
+    why = []
+    for name, s in arms.items():
+        if s.get("rel_iqr") is not None and s["rel_iqr"] > MAX_REL_IQR:
+            why.append(f"{name}: the middle half of the rounds spans {s['rel_iqr']:.0%} of the median")
+    if ratio and ratio["speedup"] > 0:
+        width = (ratio["ci"][1] - ratio["ci"][0]) / ratio["speedup"]
+        if width > MAX_REL_CI:
+            why.append(f"the speedup's 95% interval is {width:.0%} of its value wide")
+    return why
+
+
+def compare(before: Sequence[float], after: Sequence[float], seed: int = 0) -> dict:
+    """Paired rounds of two versions -> speedup (before/after) median, interval and verdict."""
+    ratios = [b / a for b, a in zip(before, after) if a > 0]
+    if not ratios:
+        return {"speedup": None, "ci": None, "verdict": CANNOT}
+    ci = bootstrap_ci(ratios, seed)
+    return {"speedup": median(ratios), "ci": [ci[0], ci[1]], "verdict": verdict(ci)}
+
+
+def machine_load() -> Optional[dict]:
+    """1-minute load average against the CPUs this process may use (None where unknown)."""
+    try:
+        load1 = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return {"load1": round(load1, 2), "cpus": cpus}
+
+
+def loaded(load: Optional[dict], own_threads: int = 1) -> bool:
+    """More runnable work than CPUs: other processes compete with the timed one.
+
+    The load average counts this process too (its earlier work and its own threads), so the
+    bar is the CPU count plus what we ourselves run, less one."""
+    return bool(load) and load["load1"] > load["cpus"] + max(0, own_threads - 1)
+
+
+def launch_bound(gpu_ms: float, host_ms: Optional[float]) -> bool:
+    """The GPU time of a call is mostly the host issuing it (or the call is tiny)."""
+    if gpu_ms * 1000.0 < LAUNCH_BOUND_US:
+        return True
+    return host_ms is not None and gpu_ms > 0 and host_ms / gpu_ms >= LAUNCH_BOUND_HOST_FRACTION
+
+
+def assess(timing: dict) -> dict:
+    """Warnings and the verdict for a child's timing dict (`arms`, `compare`, `load`, `host_ms`).
+
+    -> {"warnings": [...], "verdict": ...}: loaded machine, launch-bound GPU, noisy rounds."""
+    warnings, device = [], timing.get("device")
+    threads = int(timing.get("threads") or 1)
+    loads = [entry for entry in timing.get("load") or () if entry]
+    worst = max(loads, key=lambda entry: entry["load1"]) if loads else None
+    is_loaded = loaded(worst, threads if device != "cuda" else 1)
+    if is_loaded:
+        warnings.append(f"machine loaded: load average {worst['load1']:g} on {worst['cpus']} CPUs while timing "
+                        f"({threads} threads): absolute times are inflated; the ratio comes from interleaved rounds")
+    if timing.get("threads_note"):
+        warnings.append(timing["threads_note"])
+    compiled = {n: s for n, s in (timing.get("arms") or {}).items() if n != "eager"}
+    if device == "cuda":
+        host = timing.get("host_ms") or {}
+        bound = [n for n, s in compiled.items() if launch_bound(s["median_ms"], host.get(n))]
+        if bound:
+            per_call = min(compiled[n]["median_ms"] for n in bound) * 1000.0
+            warnings.append(f"launch-bound: {per_call:.0f} us per call, most of it spent issuing kernels from "
+                            "Python; the ratio measures launch overhead, not kernels: time a realistic size "
+                            "(--input-shape, --arg)")
+    compare_ = timing.get("compare")
+    why = noisy(compiled, compare_)
+    verdict_ = compare_["verdict"] if compare_ else None
+    if why:
+        warnings.append("too noisy to measure: " + "; ".join(why) + (" (the machine is loaded)" if is_loaded else ""))
+        if compare_:
+            verdict_ = CANNOT
+    return {"warnings": warnings, "verdict": verdict_}
