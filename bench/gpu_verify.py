@@ -37,24 +37,26 @@ def _ids(batch: int, seq: int, vocab: int = 128):
     return torch.randint(0, vocab, (batch, seq))
 
 
-def longformer_tiny():
+def longformer_tiny(hidden: int = 64, layers: int = 2, seq: int = 250, batch: int = 2, window: int = 32):
     """Longformer on a length that is not a multiple of its window: a padding warning is logged in
     forward, and `is_global_attn = ....any().item()` breaks the graph."""
     from transformers import LongformerConfig, LongformerModel
 
-    cfg = LongformerConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                           intermediate_size=128, attention_window=[32, 32], max_position_embeddings=600)
-    return LongformerModel(cfg), {"input_ids": _ids(2, 250)}
+    cfg = LongformerConfig(vocab_size=128, hidden_size=hidden, num_hidden_layers=layers,
+                           num_attention_heads=max(4, hidden // 64), intermediate_size=hidden * 4 if hidden > 64 else 128,
+                           attention_window=[window] * layers, max_position_embeddings=seq + window + 8)
+    return LongformerModel(cfg), {"input_ids": _ids(batch, seq)}
 
 
-def big_bird_block_sparse():
+def big_bird_block_sparse(hidden: int = 64, layers: int = 2, seq: int = 128, batch: int = 2, block: int = 8):
     """BigBird with block-sparse attention (sequence long enough for it)."""
     from transformers import BigBirdConfig, BigBirdModel
 
-    cfg = BigBirdConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=128, max_position_embeddings=512, block_size=8, num_random_blocks=2,
+    cfg = BigBirdConfig(vocab_size=128, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=max(4, hidden // 64), intermediate_size=hidden * 4 if hidden > 64 else 128,
+                        max_position_embeddings=max(512, seq), block_size=block, num_random_blocks=2,
                         attention_type="block_sparse")
-    return BigBirdModel(cfg), {"input_ids": _ids(2, 128)}
+    return BigBirdModel(cfg), {"input_ids": _ids(batch, seq)}
 
 
 def big_bird_short_sequence():
@@ -67,14 +69,17 @@ def big_bird_short_sequence():
     return BigBirdModel(cfg), {"input_ids": _ids(2, 64)}
 
 
-def led_tiny():
+def led_tiny(d_model: int = 64, layers: int = 2, seq: int = 250, batch: int = 2, window: int = 32, target: int = 32):
     """LED (Longformer encoder-decoder)."""
     from transformers import LEDConfig, LEDModel
 
-    cfg = LEDConfig(vocab_size=128, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-                    decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, attention_window=[32, 32],
-                    max_encoder_position_embeddings=512, max_decoder_position_embeddings=512)
-    return LEDModel(cfg), {"input_ids": _ids(2, 250), "decoder_input_ids": _ids(2, 32)}
+    heads = max(4, d_model // 64)
+    cfg = LEDConfig(vocab_size=128, d_model=d_model, encoder_layers=layers, decoder_layers=layers,
+                    encoder_attention_heads=heads, decoder_attention_heads=heads,
+                    encoder_ffn_dim=d_model * 4 if d_model > 64 else 128, decoder_ffn_dim=d_model * 4 if d_model > 64 else 128,
+                    attention_window=[window] * layers, max_encoder_position_embeddings=max(512, seq + window),
+                    max_decoder_position_embeddings=max(512, target))
+    return LEDModel(cfg), {"input_ids": _ids(batch, seq), "decoder_input_ids": _ids(batch, target)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -92,7 +97,9 @@ class Case:
         flags = []
         for key, value in self.options.items():
             flag = "--" + key.replace("_", "-")
-            if value is True:
+            if key == "target_args":
+                flags += [f"--arg {k}={v}" for k, v in value.items()]
+            elif value is True:
                 flags.append(flag)
             elif isinstance(value, list):
                 flags.append(f"{flag} {','.join(map(str, value))}")
@@ -101,21 +108,30 @@ class Case:
         return " ".join(["dynalint verify", self.target, *flags])
 
 
+# Sizes that keep a GPU busy (a 64-wide, 2-layer model is launch-bound: its timings measure Python
+# and kernel launches, and verify says so). The `small` cases are the old toy sizes, for contrast.
+REAL_LONGFORMER = {"hidden": 512, "layers": 4, "seq": 1000, "batch": 4, "window": 64}
+REAL_LED = {"d_model": 512, "layers": 3, "seq": 1000, "batch": 4, "window": 64, "target": 128}
+REAL_BIG_BIRD = {"hidden": 512, "layers": 4, "seq": 1024, "batch": 4, "block": 64}
+
 CASES = [
-    Case("BadIf", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [64, 16]}),
-    Case("BadIf, unsafe fixes", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [64, 16], "unsafe_fixes": True}),
-    Case("LogInsideForward", f"{FIXTURES}/log_inside_forward.py::LogInsideForward", {"input_shape": [64, 16]}),
-    Case("PrintInForward", f"{FIXTURES}/print_in_forward.py::PrintInForward", {"input_shape": [64, 16]}),
+    Case("BadIf", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [65536, 16]}),
+    Case("BadIf, unsafe fixes", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [65536, 16], "unsafe_fixes": True}),
+    Case("LogInsideForward", f"{FIXTURES}/log_inside_forward.py::LogInsideForward", {"input_shape": [65536, 16]}),
+    Case("PrintInForward", f"{FIXTURES}/print_in_forward.py::PrintInForward", {"input_shape": [65536, 16]}),
     Case("ShapeBranch (dynamic)", f"{FIXTURES}/shape_branch.py::ShapeBranch",
          {"input_shape": [64, 16], "second_input_shape": [64, 32], "dynamic": True}),
-    Case("longformer", f"{THIS}::longformer_tiny"),
-    Case("led", f"{THIS}::led_tiny"),
-    Case("big_bird (block sparse)", f"{THIS}::big_bird_block_sparse"),
+    Case("longformer", f"{THIS}::longformer_tiny", {"target_args": REAL_LONGFORMER}),
+    Case("led", f"{THIS}::led_tiny", {"target_args": REAL_LED}),
+    Case("big_bird (block sparse)", f"{THIS}::big_bird_block_sparse", {"target_args": REAL_BIG_BIRD}),
     Case("big_bird (short sequence)", f"{THIS}::big_bird_short_sequence"),
+    Case("longformer (small)", f"{THIS}::longformer_tiny"),
+    Case("led (small)", f"{THIS}::led_tiny"),
 ]
 
 
-def run_case(case: Case, device: str, repeat: int, unsafe: bool, timeout: float) -> dict:
+def run_case(case: Case, device: str, repeat: int, unsafe: bool, timeout: float, max_time: float = 60.0,
+             cold_compile: bool = True) -> dict:
     from dynalint.verify.runner import VerifyError, verify
 
     opts = dict(case.options)
@@ -123,7 +139,8 @@ def run_case(case: Case, device: str, repeat: int, unsafe: bool, timeout: float)
         report = verify(case.target, device=device, repeat=repeat, timeout=timeout,
                         unsafe_fixes=unsafe or bool(opts.get("unsafe_fixes")),
                         input_shape=opts.get("input_shape"), second_input_shape=opts.get("second_input_shape"),
-                        dynamic=opts.get("dynamic"))
+                        dynamic=opts.get("dynamic"), target_args=opts.get("target_args"), max_seconds=max_time,
+                        cold_compile=cold_compile)
     except VerifyError as exc:
         return {"target": case.target, "error": str(exc), "details": exc.details[-3000:]}
     return report
@@ -133,33 +150,52 @@ def _fmt(value: Optional[float], spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def table_row(case: Case, report: dict) -> str:
+def _arm(t: dict, name: str) -> str:
+    arm = (t.get("arms") or {}).get(name)
+    if not arm:
+        return "-"
+    return f"{arm['median_ms']:.3f} [{arm['q1_ms']:.3f}-{arm['q3_ms']:.3f}]"
+
+
+def table_row(case: Case, report: dict, run: str = "") -> str:
+    name = f"{case.name}{f' ({run})' if run else ''}"
     if report.get("error"):
-        return f"| {case.name} | error: {report['error']} | | | | | | | |"
+        return f"| {name} | error: {report['error']} | | | | | | | |"
     b, a, t = report["before"], report["after"], report.get("timing") or {}
     graphs = f"{b['graph_count']} / {b['graph_break_count']} → {a['graph_count']} / {a['graph_break_count']}"
     if "recompiles" in b:
         graphs += f" (recompiles {b['recompiles']} → {a.get('recompiles')})"
     confirmed = sum(f["status"] == "confirmed" for f in report["findings"])
     findings = f"{len(report['fixes'])} fixed; {confirmed} confirmed, {len(report['missed'])} missed"
-    speedup = "-" if t.get("speedup") is None else f"{t['speedup']:.2f}x"
+    if t.get("speedup") is None or t.get("verdict") == "cannot measure":
+        speedup = t.get("verdict") or "-"
+    else:
+        speedup = f"{t['speedup']:.2f}x [{t['speedup_ci'][0]:.2f}-{t['speedup_ci'][1]:.2f}] {t['verdict']}"
     compile_s = f"{_fmt(t.get('compile_before_s'), '.1f')} → {_fmt(t.get('compile_after_s'), '.1f')}"
     match = "yes" if report["outputs_match"] else "NO"
-    return (f"| {case.name} | {graphs} | {findings} | {_fmt(t.get('eager_ms'))} | {_fmt(t.get('compiled_before_ms'))} | "
-            f"{_fmt(t.get('compiled_after_ms'))} | {speedup} | {compile_s} | "
+    warnings = "; ".join(w.split(":")[0] for w in t.get("warnings") or ()) or "-"
+    before_arm = "before" if "before" in (t.get("arms") or {}) else "compiled"
+    after_arm = "after" if "after" in (t.get("arms") or {}) else "compiled"
+    return (f"| {name} | {graphs} | {findings} | {_arm(t, 'eager')} | {_arm(t, before_arm)} | "
+            f"{_arm(t, after_arm)} | {speedup} | {warnings} | {compile_s} | "
             f"{match} ({_fmt(report.get('max_abs_diff'), '.1g')}) |")
 
 
-HEADER = ("| case | graphs / breaks before → after | fixes, findings | eager ms | compiled before ms | "
-          "compiled after ms | speedup | compile s before → after | outputs match (max abs diff) |\n"
-          "|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| case | graphs / breaks before → after | fixes, findings | eager ms [IQR] | compiled before ms [IQR] | "
+          "compiled after ms [IQR] | speedup [95% interval] verdict | warnings | compile s before → after | "
+          "outputs match (max abs diff) |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated substrings of case names")
+    parser.add_argument("--only", help="comma-separated case names (or substrings of them)")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=30, help="interleaved timing rounds")
+    parser.add_argument("--max-time", type=float, default=20.0, help="seconds of timing rounds per case")
+    parser.add_argument("--runs", type=int, default=1, help="run every case this many times (verdicts should agree)")
+    parser.add_argument("--warm-cache", action="store_true",
+                        help="let compiles reuse the Inductor cache (faster; compile times are then warm)")
     parser.add_argument("--unsafe-fixes", action="store_true")
     parser.add_argument("--budget", type=float, default=540.0, help="stop starting cases after this many seconds")
     parser.add_argument("--timeout", type=float, default=300.0, help="per child process")
@@ -175,21 +211,27 @@ def main(argv: Optional[list[str]] = None) -> int:
     cases = CASES
     if args.only:
         wanted = [w.strip().lower() for w in args.only.split(",")]
-        cases = [c for c in CASES if any(w in c.name.lower() for w in wanted)]
+        names = {c.name.lower() for c in CASES}
+        # A whole case name picks that case; anything else picks the cases whose name contains it.
+        cases = [c for c in CASES if any(w == c.name.lower() or (w not in names and w in c.name.lower()) for w in wanted)]
     start = time.perf_counter()
     rows, reports = [], {}
-    for case in cases:
-        if time.perf_counter() - start > args.budget:
-            print(f"# skipped {case.name}: over the {args.budget:g} s budget", flush=True)
-            continue
-        t0 = time.perf_counter()
-        report = run_case(case, args.device, args.repeat, args.unsafe_fixes, args.timeout)
-        reports[case.name] = report
-        rows.append(table_row(case, report))
-        print(f"# {case.name}: {time.perf_counter() - t0:.1f} s  `{case.cli()} --repeat {args.repeat}`", flush=True)
-        print(rows[-1], flush=True)
-        if args.out:
-            write_outputs(args.out, cases, reports, rows, caption(reports, args, time.perf_counter() - start))
+    for case in cases:  # a case's runs back to back: a cut-off budget still leaves complete pairs
+        for run in range(1, args.runs + 1):
+            if time.perf_counter() - start > args.budget:
+                print(f"# skipped {case.name}: over the {args.budget:g} s budget", flush=True)
+                continue
+            t0 = time.perf_counter()
+            report = run_case(case, args.device, args.repeat, args.unsafe_fixes, args.timeout, args.max_time,
+                              cold_compile=not args.warm_cache)
+            label = f"run {run}" if args.runs > 1 else ""
+            reports[f"{case.name}{f' ({label})' if label else ''}"] = report
+            rows.append(table_row(case, report, label))
+            print(f"# {case.name}: {time.perf_counter() - t0:.1f} s  `{case.cli()} --repeat {args.repeat} "
+                  f"--max-time {args.max_time:g}`", flush=True)
+            print(rows[-1], flush=True)
+            if args.out:
+                write_outputs(args.out, cases, reports, rows, caption(reports, args, time.perf_counter() - start))
     print()
     print(caption(reports, args, time.perf_counter() - start))
     print(HEADER)
@@ -225,11 +267,11 @@ def write_outputs(folder: str, cases: list[Case], reports: dict, rows: list[str]
     with open(os.path.join(folder, "reports.json"), "w") as fh:
         json.dump(reports, fh, indent=2)
     texts = []
-    for case in cases:
-        report = reports.get(case.name)
-        if report is not None:
-            body = f"error: {report['error']}" if report.get("error") else render(report, "text")
-            texts.append(f"$ {case.cli()}\n{body}\n")
+    by_name = {c.name: c for c in cases}
+    for name, report in reports.items():
+        case = by_name.get(name.split(" (run ")[0])
+        body = f"error: {report['error']}" if report.get("error") else render(report, "text")
+        texts.append(f"$ {case.cli() if case else name}\n{body}\n")
     with open(os.path.join(folder, "reports.txt"), "w") as fh:
         fh.write("\n".join(texts))
 

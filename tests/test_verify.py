@@ -314,27 +314,40 @@ SAMPLE_REPORT = {
     "target": "m.py::M", "torch": "2.x", "device": "cuda", "device_name": "NVIDIA H100", "dynamic": None,
     "before": {"graph_count": 2, "graph_break_count": 1,
                "break_reasons": [{"reason": "generic_jump TensorVariable()", "filename": "m.py", "lineno": 9,
-                                  "code": "DYN120"}]},
-    "after": {"graph_count": 1, "graph_break_count": 0, "break_reasons": []},
-    "fixes": [{"code": "DYN120", "filename": "m.py", "row": 9, "message": "use torch.where"}], "fix_errors": [],
+                                  "code": "DYN120", "gb_id": "GB0170", "gb_type": "Data-dependent branching"}],
+               "unexplained_breaks": 0, "frame_skips": []},
+    "after": {"graph_count": 1, "graph_break_count": 0, "break_reasons": [], "unexplained_breaks": 0, "frame_skips": []},
+    "fixes": [{"code": "DYN120", "filename": "m.py", "row": 9, "message": "use torch.where", "traced": True}],
+    "fix_errors": [], "fixes_verified": 1,
     "findings": [{"code": "DYN120", "message": "`if` on a tensor", "filename": "m.py", "row": 9, "column": 12,
-                  "severity": "error", "status": "confirmed"}],
-    "missed": [{"reason": "Attempted to call function marked as skipped", "filename": "m.py", "lineno": 12}],
+                  "severity": "error", "status": "confirmed", "gb_predicted": ["GB0170"], "gb_observed": ["GB0170"],
+                  "gb_match": True}],
+    "missed": [{"reason": "Attempted to call function marked as skipped", "filename": "m.py", "lineno": 12,
+                "gb_id": "GB0007", "gb_type": "Attempted to call function marked as skipped"}],
     "outputs_match": True, "max_abs_diff": 0.0, "outputs_mismatch": None,
-    "timing": {"device": "cuda", "repeat": 20, "warmup": 3, "backend": "inductor", "eager_ms": 1.5,
-               "compiled_before_ms": 1.2, "compiled_after_ms": 0.4, "compile_before_s": 3.0, "compile_after_s": 2.0,
-               "speedup": 3.0},
+    "timing": {"device": "cuda", "backend": "inductor", "threads": 8, "repeat": 30, "warmup": 3, "rounds": 30,
+               "calls_per_round": 5, "eager_ms": 1.5, "compiled_before_ms": 1.2, "compiled_after_ms": 0.4,
+               "compile_before_s": 3.0, "compile_after_s": 2.0, "speedup": 3.0, "speedup_ci": [2.9, 3.1],
+               "verdict": "faster", "warnings": [],
+               "arms": {"eager": {"median_ms": 1.5, "q1_ms": 1.4, "q3_ms": 1.6, "rel_iqr": 0.13, "min_ms": 1.3, "n": 30},
+                        "before": {"median_ms": 1.2, "q1_ms": 1.1, "q3_ms": 1.3, "rel_iqr": 0.17, "min_ms": 1.0, "n": 30},
+                        "after": {"median_ms": 0.4, "q1_ms": 0.39, "q3_ms": 0.41, "rel_iqr": 0.05, "min_ms": 0.38, "n": 30}},
+               "load": None},
 }
 
 
 def test_text_and_markdown_show_the_same_tables():
     text = render(SAMPLE_REPORT, "text")
     assert "before  2       1" in text and "after   1       0" in text
-    assert "confirmed  m.py:9:12" in text and "m.py:12" in text and "3.00x" in text
+    assert "confirmed  m.py:9:12" in text and "m.py:12" in text and "GB0170" in text and "GB0007" in text
+    assert "Speedup of the fixes: 3.00x (95% interval 2.90-3.10): faster." in text
+    assert "compiled before  1.200      1.100-1.300  3.00" in text
+    assert "1 fixed, 1 verified (on lines Dynamo traced, outputs equal)." in text
     md = render(SAMPLE_REPORT, "markdown")
-    assert "| before | 2 | 1 | 1 | - |" in md and "| after | 1 | 0 | 0 | - |" in md
-    assert "| confirmed | m.py:9:12 | DYN120 |" in md
-    assert "| 1.500 | 1.200 | 0.400 | 3.00 | 2.00 | 3.00x |" in md
+    assert "| before | 2 | 1 | 1 | 0 | - |" in md and "| after | 1 | 0 | 0 | 0 | - |" in md
+    assert "| confirmed | m.py:9:12 | DYN120 | GB0170 |" in md
+    assert "| compiled after | 0.400 | 0.390-0.410 | 2.00 |" in md
+    assert "Speedup of the fixes: 3.00x (95% interval 2.90-3.10): faster." in md
     assert json.loads(render(SAMPLE_REPORT, "json")) == SAMPLE_REPORT
 
 
@@ -354,16 +367,22 @@ def test_interleaved_timing_identical_versions_and_a_slower_one():
     t = same["timing"]
     assert set(t["arms"]) == {"before", "after"} and t["rounds"] >= 10
     assert len(t["samples"]["before"]) == len(t["samples"]["after"]) == t["rounds"]
-    assert t["verdict"] == "no measurable difference", t
+    # The interval says no difference; the verdict shown says so too, unless the machine was so
+    # loaded that the rounds are too noisy to say anything (then "cannot measure", never a number).
+    assert t["compare"]["verdict"] == "no measurable difference", t
     lo, hi = t["compare"]["ci"]
     assert lo <= 1.02 and hi >= 1 / 1.02
+    loaded = any(w.startswith("machine loaded") for w in t["warnings"])
+    assert t["verdict"] == "no measurable difference" or (loaded and t["verdict"] == "cannot measure"), t
 
     slower = runner.measure({**base, "source_override": {path: text.replace("STEPS = 4", "STEPS = 16")},
                              "pair_with": {path: text}})
     assert slower["error"] is None, slower
     t = slower["timing"]
-    assert t["verdict"] == "slower", t
+    assert t["compare"]["verdict"] == "slower", t
     assert t["compare"]["ci"][1] < 0.5  # four times the matmuls: well under half the speed
+    loaded = any(w.startswith("machine loaded") for w in t["warnings"])
+    assert t["verdict"] == "slower" or (loaded and t["verdict"] == "cannot measure"), t
 
 
 # --------------------------------------------------------------------------------------------
@@ -419,3 +438,40 @@ def test_breaks_without_a_location_are_unexplained_never_none():
     assert "hit the recompile limit" in text and "einops/einops.py:500" in text
     assert runner.fullgraph_problems(report) == ["14 graphs, 13 graph breaks", "13 breaks without a location",
                                                  "1 functions Dynamo skipped"]
+
+
+RECOMPILE_LOG = """Recompiling function forward in /src/m.py:7
+    triggered by the following guard failure(s):
+    - 0/0: n == 0                                                   # if n > 3: x = x + 1  # src/m.py:9 in forward
+    - User stack trace:
+    -   File "/src/m.py", line 9, in forward
+    -     if n > 3: x = x + 1
+    - 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 5"""
+
+
+def test_recompile_log_gives_guards_and_their_lines():
+    from dynalint.verify.measuring import DynamoLog
+
+    event = DynamoLog(trace=False)._parse_recompile(RECOMPILE_LOG)
+    assert event["function"] == "forward" and event["lineno"] == 7
+    assert [(g["guard"], g["lineno"]) for g in event["guards"]] == [
+        ("n == 0", 9), ("tensor 'x' size mismatch at index 0. expected 4, actual 5", None)]
+
+
+def test_a_guard_failure_on_a_recompile_finding_confirms_it(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text(
+        "import torch\n"
+        "from torch import nn\n\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        if x.shape[0] == 4:\n"
+        "            return x * 2\n"
+        "        return x\n"
+    )
+    path = os.path.realpath(src)
+    linted = R.lint_model([path], Config(), [{"qualname": "M", "file": path}], None)
+    [plain] = R.reconcile(linted, [], {path: [7, 8]})[0]
+    assert (plain["code"], plain["status"]) == ("DYN201", "reached")
+    [confirmed] = R.reconcile(linted, [], {path: [7, 8]}, guards=[(path, 7)])[0]
+    assert confirmed["status"] == "confirmed"

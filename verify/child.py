@@ -75,7 +75,7 @@ def _set_threads(torch, spec: dict, result: dict) -> None:
         torch.set_num_threads(int(spec["threads"]))
     elif spec.get("timing", True) and torch.get_num_threads() > 1 and stats.loaded(stats.machine_load(), 1):
         torch.set_num_threads(1)
-        result["threads_note"] = "machine loaded: timed with 1 thread (choose with --threads)"
+        result["threads_note"] = "1 thread: the machine was loaded when timing began (choose with --threads)"
 
 
 def prepare(spec: dict, result: dict) -> Prepared:

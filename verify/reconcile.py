@@ -6,8 +6,9 @@ Each finding in the target's compile region gets a status:
 - not_traced      the line ran (eagerly) but Dynamo never traced it (a frame it skipped, code
                   after a break it could not resume from): nothing confirms or refutes the finding
 - not_reached     the line never ran with these inputs
-Findings of rules that do not claim a graph break (recompile hints, host syncs) are `reached` or
-`not_reached`: explain cannot confirm them. Each break with no finding on its line is `missed`.
+Findings of rules that do not claim a graph break (recompile hints, host syncs) are `confirmed`
+when a guard failure behind a recompile Dynamo logged lies on their lines (give verify second
+inputs), else `reached` or `not_reached`. Each break with no finding on its line is `missed`.
 """
 
 from __future__ import annotations
@@ -155,9 +156,18 @@ def _gb_predicted(code: str) -> list[str]:
     return [gb_id for gb_id, _ in getattr(rule, "gb_types", ())] if rule is not None else []
 
 
+def recompile_guards(result: dict) -> list[tuple[str, int]]:
+    """(real path, line) of every guard failure behind a recompile Dynamo logged."""
+    events = list(result.get("recompile_events") or ()) + list(result.get("recompile_reasons") or ())
+    return [(g["filename"], g["lineno"]) for e in events for g in e["guards"] if g.get("filename") and g.get("lineno")]
+
+
 def reconcile(linted: LintedFiles, breaks: list[dict], executed: dict[str, list[int]],
-              traced: Optional[dict[str, list[int]]] = None) -> tuple[list[dict], list[dict]]:
-    """-> (findings with status, missed breaks). `traced`: lines Dynamo traced (None: unknown)."""
+              traced: Optional[dict[str, list[int]]] = None,
+              guards: Iterable[tuple[str, int]] = ()) -> tuple[list[dict], list[dict]]:
+    """-> (findings with status, missed breaks). `traced`: lines Dynamo traced (None: unknown);
+    `guards`: places of the guard failures behind recompiles (they confirm recompile findings)."""
+    guard_places = set(guards)
     ran = {path: set(lines) for path, lines in executed.items()}
     seen_by_dynamo = None if traced is None else {path: set(lines) for path, lines in traced.items()}
     region = in_region(linted, breaks)
@@ -169,7 +179,8 @@ def reconcile(linted: LintedFiles, breaks: list[dict], executed: dict[str, list[
         hits = [b for b in breaks if b["filename"] == path and b["lineno"] in lines]
         was_traced = seen_by_dynamo is None or any(line in seen_by_dynamo.get(path, ()) for line in lines)
         if _severity(f.code) != "error":
-            status = REACHED if reached or hits else NOT_REACHED
+            recompiled = any((path, line) in guard_places for line in lines)
+            status = CONFIRMED if recompiled else REACHED if reached or hits else NOT_REACHED
         elif hits:
             status = CONFIRMED
         elif not reached:

@@ -157,7 +157,8 @@ def _timing_caption(report: dict) -> str:
     t = report["timing"]
     where = report.get("device_name") or t["device"]
     threads = f", {t['threads']} thread{'s' if t['threads'] != 1 else ''}" if t.get("threads") and t["device"] == "cpu" else ""
-    caption = (f"Timing on {where}{threads}: {t.get('rounds')} interleaved rounds of {t.get('calls_per_round')} calls "
+    calls = t.get("calls_per_round")
+    caption = (f"Timing on {where}{threads}: {t.get('rounds')} interleaved rounds of {calls} call{'s' if calls != 1 else ''} "
                f"per version after {t['warmup']} warm-up, backend {t['backend']}")
     if t.get("note"):
         caption += f" ({t['note']})"

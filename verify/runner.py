@@ -264,6 +264,7 @@ def verify(
     max_seconds: float = 60.0,
     threads: Optional[int] = None,
     target_args: Optional[dict] = None,
+    cold_compile: Optional[bool] = None,
     backend: str = "inductor",
     seed: int = 0,
     unsafe_fixes: bool = False,
@@ -277,13 +278,14 @@ def verify(
     Returns the report (the JSON shape `dynalint verify --output-format json` prints). Raises
     VerifyError for failures of the user's code (import, construction, inputs, forward, timeout).
     """
-    from dynalint.verify.reconcile import all_breaks, display_name, lint_model, reconcile
+    from dynalint.verify.reconcile import all_breaks, display_name, lint_model, recompile_guards, reconcile
 
     spec = {
         "target": target, "inputs": inputs, "input_shape": input_shape, "second_inputs": second_inputs,
         "second_input_shape": second_input_shape, "device": device, "dynamic": dynamic, "repeat": repeat,
         "warmup": warmup, "timing": False, "backend": backend, "seed": seed,
-        "sys_path": list(sys_path or []), "verbose": verbose, "cold_compile": timing,
+        "sys_path": list(sys_path or []), "verbose": verbose,
+        "cold_compile": timing if cold_compile is None else cold_compile,
         "max_seconds": max_seconds, "threads": threads, "target_args": dict(target_args or {}),
     }
     config = config or _config_for(target)
@@ -304,7 +306,8 @@ def verify(
             timed = measure({**spec, "timing": True, "explain": False, "trace": False}, timeout)
             _raise_if_failed(timed, "timing failed: ")
 
-    findings, missed = reconcile(linted, all_breaks(before), before.get("executed_lines", {}), before.get("traced_lines"))
+    findings, missed = reconcile(linted, all_breaks(before), before.get("executed_lines", {}), before.get("traced_lines"),
+                                 recompile_guards(before))
     traced = {path: set(lines) for path, lines in (before.get("traced_lines") or {}).items()}
     report = {
         "target": target,

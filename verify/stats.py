@@ -25,6 +25,9 @@ MIN_EFFECT = 0.02
 # Noise limits: relative IQR of one version's rounds, relative width of the ratio's interval.
 MAX_REL_IQR = 0.5
 MAX_REL_CI = 0.3
+# On a loaded machine bursts of other work hit runs of rounds together (the bootstrap assumes
+# independent rounds): only a narrow interval is trusted there.
+MAX_REL_CI_LOADED = 0.1
 BOOTSTRAP = 2000
 # Launch-bound on a GPU: the host spent this fraction of the GPU time issuing the calls (the GPU
 # waited for Python and launches), or a call takes less than LAUNCH_BOUND_US on the GPU.
@@ -73,15 +76,16 @@ def verdict(ci: tuple[float, float]) -> str:
     return SAME
 
 
-def noisy(arms: dict[str, dict], ratio: Optional[dict]) -> list[str]:
+def noisy(arms: dict[str, dict], ratio: Optional[dict], is_loaded: bool = False) -> list[str]:
     """Why the rounds are too noisy to trust (empty: they are not)."""
+    max_ci = MAX_REL_CI_LOADED if is_loaded else MAX_REL_CI
     why = []
     for name, s in arms.items():
         if s.get("rel_iqr") is not None and s["rel_iqr"] > MAX_REL_IQR:
             why.append(f"{name}: the middle half of the rounds spans {s['rel_iqr']:.0%} of the median")
     if ratio and ratio["speedup"] > 0:
         width = (ratio["ci"][1] - ratio["ci"][0]) / ratio["speedup"]
-        if width > MAX_REL_CI:
+        if width > max_ci:
             why.append(f"the speedup's 95% interval is {width:.0%} of its value wide")
     return why
 
@@ -134,7 +138,7 @@ def assess(timing: dict) -> dict:
     is_loaded = loaded(worst, threads if device != "cuda" else 1)
     if is_loaded:
         warnings.append(f"machine loaded: load average {worst['load1']:g} on {worst['cpus']} CPUs while timing "
-                        f"({threads} threads): absolute times are inflated; the ratio comes from interleaved rounds")
+                        f"({threads} thread{'s' if threads != 1 else ''}): absolute times are inflated; the ratio comes from interleaved rounds")
     if timing.get("threads_note"):
         warnings.append(timing["threads_note"])
     compiled = {n: s for n, s in (timing.get("arms") or {}).items() if n != "eager"}
@@ -147,7 +151,7 @@ def assess(timing: dict) -> dict:
                             "Python; the ratio measures launch overhead, not kernels: time a realistic size "
                             "(--input-shape, --arg)")
     compare_ = timing.get("compare")
-    why = noisy(compiled, compare_)
+    why = noisy(compiled, compare_, is_loaded)
     verdict_ = compare_["verdict"] if compare_ else None
     if why:
         warnings.append("too noisy to measure: " + "; ".join(why) + (" (the machine is loaded)" if is_loaded else ""))

@@ -1,0 +1,56 @@
+"""verify's timing statistics (pure Python): interval, verdict, noise, load and launch-bound checks."""
+
+from __future__ import annotations
+
+import random
+
+from dynalint.verify import stats
+
+
+def _rounds(center: float, spread: float, n: int = 40, seed: int = 1) -> list[float]:
+    rng = random.Random(seed)
+    return [center * (1 + rng.uniform(-spread, spread)) for _ in range(n)]
+
+
+def test_verdicts_come_from_the_interval():
+    same = stats.compare(_rounds(1.0, 0.01), _rounds(1.0, 0.01, seed=2))
+    assert same["verdict"] == stats.SAME and same["ci"][0] <= 1 <= same["ci"][1]
+    faster = stats.compare(_rounds(2.0, 0.01), _rounds(1.0, 0.01, seed=2))
+    assert faster["verdict"] == stats.FASTER and 1.9 < faster["speedup"] < 2.1
+    slower = stats.compare(_rounds(1.0, 0.01), _rounds(1.5, 0.01, seed=2))
+    assert slower["verdict"] == stats.SLOWER
+    # A 1% difference, however tight, is inside the 2% band: not called a difference.
+    assert stats.compare([1.01] * 30, [1.0] * 30)["verdict"] == stats.SAME
+
+
+def test_bootstrap_is_repeatable_and_quantiles_interpolate():
+    xs = _rounds(1.0, 0.2)
+    assert stats.bootstrap_ci(xs, seed=3) == stats.bootstrap_ci(xs, seed=3)
+    assert stats.quantile([1, 2, 3, 4], 0.5) == 2.5 and stats.median([3, 1, 2]) == 2
+
+
+def _timing(before, after, load1=0.1, cpus=2, device="cpu", host=None):
+    timing = {"device": device, "threads": 1, "load": [{"load1": load1, "cpus": cpus}],
+              "arms": {"before": stats.summary(before), "after": stats.summary(after)},
+              "compare": stats.compare(before, after)}
+    if host is not None:
+        timing["host_ms"] = host
+    return timing
+
+
+def test_loaded_machine_warns_and_noise_means_cannot_measure():
+    quiet = stats.assess(_timing(_rounds(2.0, 0.01), _rounds(1.0, 0.01, seed=2)))
+    assert quiet == {"warnings": [], "verdict": stats.FASTER}
+    loaded = stats.assess(_timing(_rounds(2.0, 0.01), _rounds(1.0, 0.01, seed=2), load1=8.5))
+    assert loaded["verdict"] == stats.FASTER and loaded["warnings"][0].startswith("machine loaded: load average 8.5")
+    # Wide rounds on a loaded machine: no number, a warning.
+    noisy = stats.assess(_timing(_rounds(2.0, 0.9), _rounds(1.0, 0.9, seed=2), load1=8.5))
+    assert noisy["verdict"] == stats.CANNOT and any(w.startswith("too noisy") for w in noisy["warnings"])
+
+
+def test_launch_bound_gpu_calls_are_flagged():
+    tiny = stats.assess(_timing([0.03] * 20, [0.02] * 20, device="cuda", host={"before": 0.03, "after": 0.02}))
+    assert any(w.startswith("launch-bound") for w in tiny["warnings"])
+    busy = stats.assess(_timing([5.0] * 20, [4.0] * 20, device="cuda", host={"before": 0.2, "after": 0.2}))
+    assert not any(w.startswith("launch-bound") for w in busy["warnings"]) and busy["verdict"] == stats.FASTER
+    assert stats.launch_bound(1.0, 0.9) and not stats.launch_bound(1.0, 0.1)
