@@ -275,6 +275,7 @@ class FixOutcome:
     errors: list[str] = field(default_factory=list)
     diff_text: str = ""
     written: list[str] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # with diff: path -> fixed text, nothing written
 
 
 @dataclass
@@ -362,6 +363,7 @@ def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = 
             continue
         if diff:
             outcome.diff_text += result.diff(sf.display)
+            outcome.texts[str(sf.path)] = result.text
             outcome.fixed += result.fixed
             continue
         problem = _write_unless_changed(sf.path, sf.display, result.text, raw)

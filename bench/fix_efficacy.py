@@ -1,0 +1,447 @@
+"""How many real graph breaks `--unsafe-fixes` removes, proven by Dynamo, with outputs compared.
+
+For each model of an accuracy corpus (bench/accuracy.py's builders: transformers architectures with
+tiny random configs, timm, torchvision):
+  1. a child process builds the model and, in eval mode (no grad) and train mode (grad on), runs it
+     eagerly (recording which library files ran and the outputs), then `torch._dynamo.explain`
+     (graph breaks and their sites, plus sites only the graph-break log names: a frame Dynamo
+     skipped);
+  2. models with no break stop here; for the others the files that ran are linted as one project and
+     fixed in memory with every fix, safe and unsafe, as `dynalint check --unsafe-fixes --diff`
+     would fix them;
+  3. a second child imports the fixed texts in place of the library's files (the original paths,
+     so break sites keep their file names) and measures again, with the original's weights and
+     inputs: breaks, and outputs against the original's (eager fixed vs eager original in both
+     modes; also compiled fixed vs eager original in eval mode);
+  4. each break site before is matched to the fixed file's lines: a site gone after the fix is
+     "removed", attributed to the rule whose applied fix changed that line (or "elsewhere" when no
+     fix touched it: a fix in a callee, a frame no longer split).
+
+Prints a table (breaks before -> after, outputs match, fixes applied per model) and the totals:
+break sites removed, models at 0 breaks, output mismatches, removed sites per rule.
+
+    python bench/fix_efficacy.py                               # transformers suite
+    python bench/fix_efficacy.py --only longformer,reformer    # a few models
+    python bench/fix_efficacy.py --cache /tmp/efficacy.json    # reuse the runs whose inputs did not change
+    python bench/fix_efficacy.py --suite torchvision --json out.json
+
+The cache keeps each model's "before" run (keyed by torch version and model) and "after" run
+(keyed by the fixed texts): after changing a fix, only the models whose fixed files changed run again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import difflib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MODES = ("eval", "train")
+CHILD_TIMEOUT = 900
+
+
+# --------------------------------------------------------------------------------------------
+# Child side (torch imported here only)
+
+
+def _child(spec_path: str, result_path: str) -> int:
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    sys.path.insert(0, str(HERE))
+    spec = json.loads(Path(spec_path).read_text())
+    result: dict = {"error": None}
+    try:
+        _measure(spec, result)
+    except BaseException as exc:  # a model that cannot be built or run is reported, not fatal
+        import traceback
+
+        text = str(exc).strip().splitlines()
+        result["error"] = f"{type(exc).__name__}: {text[0][:200] if text else ''}"
+        result["traceback"] = traceback.format_exc()[-3000:]
+    Path(result_path).write_text(json.dumps(result))
+    return 0
+
+
+def _measure(spec: dict, result: dict) -> None:
+    import copy
+
+    from dynalint.verify import loading
+    from dynalint.verify import measuring as M
+
+    loading.install_overrides(spec.get("overrides"))
+    import torch
+    import torch._dynamo
+
+    import accuracy
+
+    build = accuracy.SUITES[spec["suite"]][1]()
+    root = os.path.realpath(accuracy._library_root(spec["suite"])) + os.sep
+    result["torch"] = torch.__version__
+    M.seed_everything(0)
+    pristine, kwargs = build(spec["name"])
+    save, ref = spec.get("save_dir"), spec.get("reference_dir")
+    if ref:  # the fixed version runs with the original's weights and inputs
+        pristine.load_state_dict(torch.load(os.path.join(ref, "state_dict.pt"), weights_only=False))
+        kwargs = torch.load(os.path.join(ref, "inputs.pt"), weights_only=False)
+    if save:
+        torch.save({k: v.detach().clone() for k, v in pristine.state_dict().items()}, os.path.join(save, "state_dict.pt"))
+        torch.save(kwargs, os.path.join(save, "inputs.pt"))
+    torch_dir = M.torch_dir()
+    result["module_classes"] = loading.module_classes(pristine, torch_dir)
+    executed: set[str] = set()
+
+    def tracer(frame, event, arg):
+        fn = frame.f_code.co_filename
+        if not fn.startswith(root):
+            return None
+        executed.add(fn)
+        return None
+
+    modes = {}
+    for mode in MODES:
+        out: dict = {}
+        with torch.set_grad_enabled(mode == "train"):
+            model = copy.deepcopy(pristine).train(mode == "train")
+            M.seed_everything(0)
+            sys.settrace(tracer)
+            try:
+                eager = model(**kwargs)
+            finally:
+                sys.settrace(None)
+            leaves = [t.detach() for t in M.flatten(eager)]
+            if save:
+                torch.save(leaves, os.path.join(save, f"outputs-{mode}.pt"))
+                # Train mode draws random numbers (dropout): a second eager call tells whether
+                # the outputs can be compared at all.
+                model = copy.deepcopy(pristine).train(mode == "train")
+                M.seed_everything(0)
+                again = [t.detach() for t in M.flatten(model(**kwargs))]
+                out["reproducible"] = M.compare(leaves, again)[0]
+            if ref:
+                reference = torch.load(os.path.join(ref, f"outputs-{mode}.pt"), weights_only=False)
+                match, diff, why = M.compare(reference, leaves)
+                out.update(outputs_match=match, max_abs_diff=diff, mismatch=why or None)
+            torch._dynamo.reset()
+            model = copy.deepcopy(pristine).train(mode == "train")
+            M.seed_everything(0)
+            with accuracy._GraphBreakLog(root) as logged:
+                explained = torch._dynamo.explain(model)(**kwargs)
+            breaks = [[b["filename"], b["lineno"], b["reason"][:160]] for b in M.break_reasons(explained, torch_dir)]
+            known = {(f, line) for f, line, _ in breaks}
+            skipped = [[f, line, why] for f, line, why in logged.sites if (f, line) not in known]
+            out.update(graph_count=explained.graph_count, break_count=explained.graph_break_count,
+                       breaks=breaks, skipped=skipped)
+            if ref and mode == "eval":
+                torch._dynamo.reset()
+                model = copy.deepcopy(pristine).train(False)
+                M.seed_everything(0)
+                compiled = [t.detach() for t in M.flatten(torch.compile(model, backend="eager")(**kwargs))]
+                reference = torch.load(os.path.join(ref, f"outputs-{mode}.pt"), weights_only=False)
+                out["compiled_match"], _, why = M.compare(reference, compiled)
+                out["compiled_mismatch"] = why or None
+            torch._dynamo.reset()
+        modes[mode] = out
+    result["modes"] = modes
+    result["executed_files"] = sorted(executed)
+
+
+# --------------------------------------------------------------------------------------------
+# Parent side (no torch)
+
+
+def _run_child(spec: dict) -> dict:
+    with tempfile.TemporaryDirectory(prefix="fix-efficacy-") as tmp:
+        spec_path, result_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "result.json")
+        Path(spec_path).write_text(json.dumps(spec))
+        env = dict(os.environ, TRANSFORMERS_VERBOSITY="error", HF_HUB_OFFLINE="1", PYTHONWARNINGS="ignore")
+        try:
+            proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", spec_path, result_path],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  env=env, timeout=CHILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {CHILD_TIMEOUT} s"}
+        try:
+            return json.loads(Path(result_path).read_text())
+        except (OSError, ValueError):
+            tail = proc.stdout.decode("utf-8", "replace")[-800:]
+            return {"error": f"child died (exit {proc.returncode}): {tail}"}
+
+
+def sites_of(run: dict) -> dict[tuple[str, int], str]:
+    """Distinct break sites (file, line) over both modes -> first reason; sites outside files
+    (no user frame) are kept under their reason."""
+    sites: dict = {}
+    for mode in MODES:
+        m = run["modes"][mode]
+        for f, line, why in m["breaks"] + m["skipped"]:
+            sites.setdefault((f or "?", line or 0), why)
+    return sites
+
+
+def break_count(run: dict) -> int:
+    return sum(run["modes"][m]["break_count"] + len(run["modes"][m]["skipped"]) for m in MODES)
+
+
+def line_map(old: str, new: str) -> dict[int, set[int]]:
+    """Old line -> the new lines it became (1-based); changed lines map to the whole new block."""
+    a, b = old.splitlines(), new.splitlines()
+    out: dict[int, set[int]] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for i in range(i1, i2):
+            if tag == "equal":
+                out[i + 1] = {j1 + (i - i1) + 1}
+            else:
+                out[i + 1] = set(range(j1 + 1, j2 + 1)) or {j1 + 1}
+    return out
+
+
+def changed_lines(old: str, new: str) -> set[int]:
+    a, b = old.splitlines(), new.splitlines()
+    return {i + 1 for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+            if tag != "equal" for i in range(i1, i2)}
+
+
+def attribute(before_sites, after_sites, texts, overrides, fixed_by_file) -> tuple[list, list, list]:
+    """-> (removed [(site, reason, rule)], kept [(site, reason)], new [(site, reason)])."""
+    maps = {p: line_map(texts[p], overrides[p]) for p in overrides}
+    changed = {p: changed_lines(texts[p], overrides[p]) for p in overrides}
+    matched_after = set()
+    removed, kept = [], []
+    for (f, line), why in sorted(before_sites.items()):
+        targets = maps[f].get(line, {line}) if f in maps else {line}
+        hit = [(f, t) for t in targets if (f, t) in after_sites]
+        if hit:
+            kept.append(((f, line), why))
+            matched_after.update(hit)
+            continue
+        rule = "elsewhere"
+        if f in changed and line in changed[f]:
+            codes = [code for code, lo, hi in fixed_by_file.get(f, ()) if lo <= line <= hi]
+            rule = codes[0] if codes else "changed line"
+        removed.append(((f, line), why, rule))
+    new = [(s, why) for s, why in sorted(after_sites.items()) if s not in matched_after]
+    return removed, kept, new
+
+
+def fix_model(before: dict):
+    """Lint the files that ran as one project and fix them in memory, as `check --unsafe-fixes
+    --diff` would (nothing is written). -> (texts, by real path; fixed texts; fixed findings; errors)."""
+    from dynalint.config import Config
+    from dynalint.engine import analyze_files, select_findings
+    from dynalint.fixes.apply import fix_paths
+    from dynalint.verify.reconcile import source_files
+
+    config = Config()
+    files, texts = source_files(before["executed_files"], config)
+    summaries = analyze_files(files, config, jobs=1)
+    findings = select_findings(summaries, config)
+    outcome = fix_paths(files, summaries, findings, config, unsafe=True, diff=True)
+    by_display = {f.display: str(f.path) for f in files}
+    return texts, outcome.texts, outcome.fixed, outcome.errors, by_display
+
+
+def _fixed_spans(by_display, fixed) -> dict[str, list[tuple[str, int, int]]]:
+    """(rule, first row, last row) of each applied fix's finding, by real path. Rows of fixes
+    applied in a later pass refer to an intermediate text; those are approximate."""
+    out: dict[str, list] = collections.defaultdict(list)
+    for f in fixed:
+        path = by_display.get(f.filename, f.filename)
+        rows = [f.row, max(f.row, f.end_row)] + [r for e in f.fix.edits for r in (e.row, e.end_row)]
+        out[path].append((f.code, min(rows), max(rows)))
+    return out
+
+
+def _torch_version() -> str:
+    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def run_suite(names, suite: str, cache: dict, log) -> list[dict]:
+    rows = []
+    tv = cache.setdefault("torch", _torch_version())
+    models = cache.setdefault("models", {})
+    for name in names:
+        t0 = time.time()
+        entry = models.get(name) or {}
+        row = {"name": name}
+        with tempfile.TemporaryDirectory(prefix="fix-efficacy-ref-") as ref:
+            before = entry.get("before")
+            if before is None or before.get("error"):
+                before = _run_child({"suite": suite, "name": name, "save_dir": ref})
+                entry = {"before": before}
+                models[name] = entry
+            if before.get("error"):
+                row["error"] = before["error"]
+                rows.append(row)
+                log(f"  {name:<24} error: {before['error']}")
+                continue
+            row["before"] = break_count(before)
+            before_sites = sites_of(before)
+            if not before_sites and row["before"] == 0:
+                row.update(after=0, broken=False)
+                rows.append(row)
+                log(f"  {name:<24} {time.time() - t0:6.1f}s  no break")
+                continue
+            row["broken"] = True
+            texts, overrides, fixed, errors, by_display = fix_model(before)
+            key = hashlib.sha1(json.dumps(sorted(overrides.items())).encode()).hexdigest()
+            row["fixes"] = dict(collections.Counter(f.code for f in fixed))
+            row["fix_errors"] = errors
+            after = entry.get("after") if entry.get("after_key") == key else None
+            if after is None:
+                if not overrides:
+                    after = before
+                else:
+                    if not os.path.exists(os.path.join(ref, "state_dict.pt")):
+                        # The cached "before" run's files are gone: save weights/inputs/outputs again.
+                        before = _run_child({"suite": suite, "name": name, "save_dir": ref})
+                        entry["before"] = before
+                    after = _run_child({"suite": suite, "name": name, "overrides": overrides, "reference_dir": ref})
+                entry.update(after=after, after_key=key)
+        if after.get("error"):
+            row["error"] = "after the fixes: " + after["error"]
+            row["after"] = None
+            rows.append(row)
+            log(f"  {name:<24} fixed code failed: {after['error']}")
+            continue
+        row["after"] = break_count(after)
+        after_sites = sites_of(after)
+        removed, kept, new = attribute(before_sites, after_sites, texts, overrides, _fixed_spans(by_display, fixed))
+        row.update(sites_before=len(before_sites), sites_after=len(after_sites), removed=removed, kept=kept, new=new)
+        if overrides:
+            row["match"] = all(
+                after["modes"][m].get("outputs_match", True) or not before["modes"][m].get("reproducible", True)
+                for m in MODES
+            ) and after["modes"]["eval"].get("compiled_match", True)
+            row["mismatch"] = next((after["modes"][m].get("mismatch") or after["modes"][m].get("compiled_mismatch")
+                                    for m in MODES if after["modes"][m].get("mismatch") or after["modes"][m].get("compiled_mismatch")), None)
+        else:
+            row["match"] = True
+        rows.append(row)
+        log(f"  {name:<24} {time.time() - t0:6.1f}s  breaks {row['before']} -> {row['after']}, "
+            f"sites {len(before_sites)} -> {len(after_sites)}, fixes {sum(row['fixes'].values())}, "
+            f"outputs {'match' if row['match'] else 'DIFFER'}")
+    return rows
+
+
+def short(path: str) -> str:
+    for marker in ("site-packages/",):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
+def report(rows: list[dict], suite: str, verbose: bool) -> dict:
+    broken = [r for r in rows if r.get("broken")]
+    ok = [r for r in broken if r.get("after") is not None]
+    print(f"\n{suite}: {len(rows)} models, {len(broken)} break ({sum(1 for r in rows if r.get('error') and not r.get('broken'))} could not run)\n")
+    print("| model | breaks before | after | sites before | after | fixes applied | outputs |")
+    print("|---|---|---|---|---|---|---|")
+    for r in broken:
+        if r.get("after") is None:
+            print(f"| {r['name']} | {r['before']} | failed | | | {_fixes(r)} | {r.get('error', '')[:60]} |")
+            continue
+        print(f"| {r['name']} | {r['before']} | {r['after']} | {r['sites_before']} | {r['sites_after']} | {_fixes(r)} | "
+              f"{'match' if r['match'] else 'DIFFER'} |")
+    b = sum(r["before"] for r in broken)
+    a = sum(r["after"] if r.get("after") is not None else r["before"] for r in broken)
+    sb = sum(r.get("sites_before", 0) for r in broken)
+    removed = [x for r in ok for x in r["removed"]]
+    new = [x for r in ok for x in r["new"]]
+    # A model whose fixed code fails or whose outputs differ counts as nothing removed.
+    good = [r for r in ok if r["match"]]
+    removed_good = sum(len(r["removed"]) for r in good)
+    new_good = sum(len(r["new"]) for r in good)
+    at_zero = sum(1 for r in good if r["after"] == 0)
+    mismatches = [r["name"] for r in ok if not r["match"]]
+    summary = {
+        "models": len(rows), "broken": len(broken), "breaks_before": b, "breaks_after": a,
+        "sites_before": sb, "sites_removed": removed_good, "sites_new": new_good,
+        "net_removed_pct": 100.0 * (removed_good - new_good) / sb if sb else 0.0,
+        "models_at_zero": at_zero, "output_mismatches": mismatches,
+        "fixed_code_failed": [r["name"] for r in broken if r.get("after") is None],
+    }
+    print(f"\nbreaks (explain, eval + train): {b} -> {a}")
+    print(f"break sites: {sb}; removed {removed_good}, new {new_good} (models with equal outputs): "
+          f"net {summary['net_removed_pct']:.0f}% removed")
+    print(f"models at 0 breaks after the fixes: {at_zero} of {len(broken)}")
+    print(f"output mismatches: {len(mismatches)} {mismatches if mismatches else ''}")
+    if summary["fixed_code_failed"]:
+        print(f"fixed code failed to run: {summary['fixed_code_failed']}")
+    per_rule = collections.Counter(rule for r in good for _, _, rule in r["removed"])
+    applied = collections.Counter()
+    for r in ok:
+        applied.update(r.get("fixes", {}))
+    print("\n| rule | fixes applied | break sites removed on its lines |")
+    print("|---|---|---|")
+    for code in sorted(set(per_rule) | set(applied)):
+        print(f"| {code} | {applied.get(code, 0)} | {per_rule.get(code, 0)} |")
+    summary["per_rule"] = {c: {"applied": applied.get(c, 0), "removed": per_rule.get(c, 0)} for c in set(per_rule) | set(applied)}
+    if verbose:
+        for r in ok:
+            print(f"\n{r['name']}:")
+            for (f, line), why, rule in r["removed"]:
+                print(f"  removed [{rule}] {short(f)}:{line}: {why[:100]}")
+            for (f, line), why in r["kept"]:
+                print(f"  kept            {short(f)}:{line}: {why[:100]}")
+            for (f, line), why in r["new"]:
+                print(f"  NEW             {short(f)}:{line}: {why[:100]}")
+            if not r["match"]:
+                print(f"  outputs differ: {r.get('mismatch')}")
+            for e in r.get("fix_errors", []):
+                print(f"  fix error: {e}")
+    return summary
+
+
+def _fixes(r: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(r.get("fixes", {}).items())) or "none"
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        return _child(argv[1], argv[2])
+    sys.path.insert(0, str(HERE))
+    import accuracy
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", choices=sorted(accuracy.SUITES), default="transformers")
+    ap.add_argument("--only", help="comma-separated model names")
+    ap.add_argument("--cache", help="JSON file of earlier runs, reused when their inputs did not change")
+    ap.add_argument("--json", help="write the rows and totals here")
+    ap.add_argument("--verbose", action="store_true", help="list each break site: removed (and by which rule), kept, new")
+    args = ap.parse_args(argv)
+
+    names = [n for n in args.only.split(",") if n] if args.only else accuracy.SUITES[args.suite][0]()
+    cache = json.loads(Path(args.cache).read_text()) if args.cache and Path(args.cache).exists() else {}
+    if cache.get("suite", args.suite) != args.suite:
+        cache = {}
+    cache["suite"] = args.suite
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+        if args.cache:
+            Path(args.cache).write_text(json.dumps(cache))
+
+    t0 = time.time()
+    rows = run_suite(names, args.suite, cache, log)
+    summary = report(rows, args.suite, args.verbose)
+    print(f"\ntorch {cache.get('torch')}, {time.time() - t0:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"suite": args.suite, "torch": cache.get("torch"), "summary": summary,
+                                               "rows": rows}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
