@@ -3,16 +3,16 @@
 For each model of an accuracy corpus (bench/accuracy.py's builders: transformers architectures with
 tiny random configs, timm, torchvision):
   1. a child process builds the model and, in eval mode (no grad) and train mode (grad on), runs it
-     eagerly (recording which library files ran and the outputs), then `torch._dynamo.explain`
-     (graph breaks and their sites, plus sites only the graph-break log names: a frame Dynamo
-     skipped);
-  2. models with no break stop here; for the others the files that ran are linted as one project and
-     fixed in memory with every fix, safe and unsafe, as `dynalint check --unsafe-fixes --diff`
+     eagerly (recording which library files ran and the outputs), then compiled with explain's
+     backend (`ExplainWithBackend("eager")`: explain's graphs, breaks and their sites, plus sites
+     only the graph-break log names: a frame Dynamo skipped);
+  2. models with no break stop here; the files that the broken models ran are linted as one project
+     and fixed in memory with every fix, safe and unsafe, as `dynalint check --unsafe-fixes --diff`
      would fix them;
   3. a second child imports the fixed texts in place of the library's files (the original paths,
      so break sites keep their file names) and measures again, with the original's weights and
-     inputs: breaks, and outputs against the original's (eager fixed vs eager original in both
-     modes; also compiled fixed vs eager original in eval mode);
+     inputs: breaks, and outputs against the original's eager outputs (the fixed code eager and
+     compiled, in both modes; train mode only where two eager calls agree);
   4. each break site before is matched to the fixed file's lines: a site gone after the fix is
      "removed", attributed to the rule whose applied fix changed that line (or "elsewhere" when no
      fix touched it: a fix in a callee, a frame no longer split).
@@ -81,6 +81,7 @@ def _measure(spec: dict, result: dict) -> None:
     loading.install_overrides(spec.get("overrides"))
     import torch
     import torch._dynamo
+    from torch._dynamo.backends.debugging import ExplainWithBackend
 
     import accuracy
 
@@ -121,6 +122,7 @@ def _measure(spec: dict, result: dict) -> None:
             leaves = [t.detach() for t in M.flatten(eager)]
             if save:
                 torch.save(leaves, os.path.join(save, f"outputs-{mode}.pt"))
+            if save and mode == "train":
                 # Train mode draws random numbers (dropout): a second eager call tells whether
                 # the outputs can be compared at all.
                 model = copy.deepcopy(pristine).train(mode == "train")
@@ -134,18 +136,17 @@ def _measure(spec: dict, result: dict) -> None:
             torch._dynamo.reset()
             model = copy.deepcopy(pristine).train(mode == "train")
             M.seed_everything(0)
+            # explain's own accounting, in a compiled call whose outputs we keep (one compile).
+            explainer = ExplainWithBackend("eager")
             with accuracy._GraphBreakLog(root) as logged:
-                explained = torch._dynamo.explain(model)(**kwargs)
+                compiled = [t.detach() for t in M.flatten(torch.compile(model, backend=explainer)(**kwargs))]
+            explained = explainer.output()
             breaks = [[b["filename"], b["lineno"], b["reason"][:160]] for b in M.break_reasons(explained, torch_dir)]
             known = {(f, line) for f, line, _ in breaks}
             skipped = [[f, line, why] for f, line, why in logged.sites if (f, line) not in known]
             out.update(graph_count=explained.graph_count, break_count=explained.graph_break_count,
                        breaks=breaks, skipped=skipped)
-            if ref and mode == "eval":
-                torch._dynamo.reset()
-                model = copy.deepcopy(pristine).train(False)
-                M.seed_everything(0)
-                compiled = [t.detach() for t in M.flatten(torch.compile(model, backend="eager")(**kwargs))]
+            if ref:
                 reference = torch.load(os.path.join(ref, f"outputs-{mode}.pt"), weights_only=False)
                 out["compiled_match"], _, why = M.compare(reference, compiled)
                 out["compiled_mismatch"] = why or None
@@ -266,68 +267,82 @@ def _torch_version() -> str:
     return out.stdout.strip()
 
 
-def run_suite(names, suite: str, cache: dict, log) -> list[dict]:
-    rows = []
-    tv = cache.setdefault("torch", _torch_version())
+def run_suite(names, suite: str, cache: dict, store: Path, log) -> list[dict]:
+    """Before runs (cached), one lint + fix of every file the broken models ran, after runs."""
+    cache.setdefault("torch", _torch_version())
     models = cache.setdefault("models", {})
+
+    def before_run(name: str) -> dict:
+        ref = store / name
+        entry = models.get(name) or {}
+        before = entry.get("before")
+        if before is None or before.get("error") or not (ref / "state_dict.pt").exists():
+            ref.mkdir(parents=True, exist_ok=True)
+            before = _run_child({"suite": suite, "name": name, "save_dir": str(ref)})
+            models[name] = {"before": before}
+        return before
+
+    rows, broken = [], []
     for name in names:
         t0 = time.time()
-        entry = models.get(name) or {}
+        before = before_run(name)
         row = {"name": name}
-        with tempfile.TemporaryDirectory(prefix="fix-efficacy-ref-") as ref:
-            before = entry.get("before")
-            if before is None or before.get("error"):
-                before = _run_child({"suite": suite, "name": name, "save_dir": ref})
-                entry = {"before": before}
-                models[name] = entry
-            if before.get("error"):
-                row["error"] = before["error"]
-                rows.append(row)
-                log(f"  {name:<24} error: {before['error']}")
-                continue
-            row["before"] = break_count(before)
-            before_sites = sites_of(before)
-            if not before_sites and row["before"] == 0:
-                row.update(after=0, broken=False)
-                rows.append(row)
-                log(f"  {name:<24} {time.time() - t0:6.1f}s  no break")
-                continue
-            row["broken"] = True
-            texts, overrides, fixed, errors, by_display = fix_model(before)
-            key = hashlib.sha1(json.dumps(sorted(overrides.items())).encode()).hexdigest()
-            row["fixes"] = dict(collections.Counter(f.code for f in fixed))
-            row["fix_errors"] = errors
-            after = entry.get("after") if entry.get("after_key") == key else None
-            if after is None:
-                if not overrides:
-                    after = before
-                else:
-                    if not os.path.exists(os.path.join(ref, "state_dict.pt")):
-                        # The cached "before" run's files are gone: save weights/inputs/outputs again.
-                        before = _run_child({"suite": suite, "name": name, "save_dir": ref})
-                        entry["before"] = before
-                    after = _run_child({"suite": suite, "name": name, "overrides": overrides, "reference_dir": ref})
-                entry.update(after=after, after_key=key)
+        rows.append(row)
+        if before.get("error"):
+            row["error"] = before["error"]
+            log(f"  {name:<24} error: {before['error']}")
+            continue
+        row["before"] = break_count(before)
+        row["broken"] = bool(sites_of(before)) or row["before"] > 0
+        if row["broken"]:
+            broken.append(row)
+        log(f"  {name:<24} {time.time() - t0:6.1f}s  {row['before']} breaks" if row["broken"] else
+            f"  {name:<24} {time.time() - t0:6.1f}s  no break")
+    if not broken:
+        return rows
+    t0 = time.time()
+    files = sorted({f for r in broken for f in models[r["name"]]["before"]["executed_files"]})
+    classes = [c for r in broken for c in models[r["name"]]["before"]["module_classes"]]
+    texts, fixed_texts, fixed, errors, by_display = fix_model({"executed_files": files, "module_classes": classes})
+    spans = _fixed_spans(by_display, fixed)
+    log(f"  lint + fix of {len(files)} files: {time.time() - t0:.1f}s, {len(fixed)} fixes")
+    for row in broken:
+        t0 = time.time()
+        name = row["name"]
+        entry = models[name]
+        before = entry["before"]
+        mine = set(before["executed_files"])
+        overrides = {p: t for p, t in fixed_texts.items() if p in mine}
+        key = hashlib.sha1(json.dumps(sorted(overrides.items())).encode()).hexdigest()
+        row["fixes"] = dict(collections.Counter(f.code for f in fixed if by_display.get(f.filename, f.filename) in mine))
+        row["fix_errors"] = [e for e in errors if any(short(p) in e for p in mine)]
+        after = entry.get("after") if entry.get("after_key") == key else None
+        if after is None:
+            if overrides:
+                before_run(name)  # its saved weights, inputs and outputs must exist
+                after = _run_child({"suite": suite, "name": name, "overrides": overrides, "reference_dir": str(store / name)})
+            else:
+                after = before
+            entry.update(after=after, after_key=key)
         if after.get("error"):
             row["error"] = "after the fixes: " + after["error"]
             row["after"] = None
-            rows.append(row)
             log(f"  {name:<24} fixed code failed: {after['error']}")
             continue
         row["after"] = break_count(after)
-        after_sites = sites_of(after)
-        removed, kept, new = attribute(before_sites, after_sites, texts, overrides, _fixed_spans(by_display, fixed))
+        before_sites, after_sites = sites_of(before), sites_of(after)
+        removed, kept, new = attribute(before_sites, after_sites, texts, overrides, spans)
         row.update(sites_before=len(before_sites), sites_after=len(after_sites), removed=removed, kept=kept, new=new)
         if overrides:
-            row["match"] = all(
-                after["modes"][m].get("outputs_match", True) or not before["modes"][m].get("reproducible", True)
-                for m in MODES
-            ) and after["modes"]["eval"].get("compiled_match", True)
-            row["mismatch"] = next((after["modes"][m].get("mismatch") or after["modes"][m].get("compiled_mismatch")
-                                    for m in MODES if after["modes"][m].get("mismatch") or after["modes"][m].get("compiled_mismatch")), None)
+            checks = [(after["modes"][m].get("outputs_match", True) or not before["modes"][m].get("reproducible", True),
+                       after["modes"][m].get("mismatch"))
+                      for m in MODES]
+            checks += [(after["modes"][m].get("compiled_match", True) or not before["modes"][m].get("reproducible", True),
+                        after["modes"][m].get("compiled_mismatch")) for m in MODES]
+            row["match"] = all(ok for ok, _ in checks)
+            row["mismatch"] = next((why for ok, why in checks if not ok), None)
         else:
             row["match"] = True
-        rows.append(row)
         log(f"  {name:<24} {time.time() - t0:6.1f}s  breaks {row['before']} -> {row['after']}, "
             f"sites {len(before_sites)} -> {len(after_sites)}, fixes {sum(row['fixes'].values())}, "
             f"outputs {'match' if row['match'] else 'DIFFER'}")
@@ -417,7 +432,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", choices=sorted(accuracy.SUITES), default="transformers")
     ap.add_argument("--only", help="comma-separated model names")
-    ap.add_argument("--cache", help="JSON file of earlier runs, reused when their inputs did not change")
+    ap.add_argument("--cache", help="JSON file of earlier runs, reused when their inputs did not change "
+                    "(each model's weights, inputs and outputs are kept in the folder CACHE.d)")
     ap.add_argument("--json", help="write the rows and totals here")
     ap.add_argument("--verbose", action="store_true", help="list each break site: removed (and by which rule), kept, new")
     args = ap.parse_args(argv)
@@ -434,7 +450,8 @@ def main(argv=None) -> int:
             Path(args.cache).write_text(json.dumps(cache))
 
     t0 = time.time()
-    rows = run_suite(names, args.suite, cache, log)
+    store = Path((args.cache or tempfile.mkdtemp(prefix="fix-efficacy-")) + ".d")
+    rows = run_suite(names, args.suite, cache, store, log)
     summary = report(rows, args.suite, args.verbose)
     print(f"\ntorch {cache.get('torch')}, {time.time() - t0:.0f} s")
     if args.json:

@@ -1205,3 +1205,68 @@ def test_fix_keeps_findings_that_depend_on_other_files(tmp_path):
     assert "ops.py:7:8: DYN120" in res.output, res.output  # below the added import and guard
     assert "(1 fixed, 1 remaining)" in res.output
     assert res.exit_code == 1
+
+
+# --------------------------------------------------------------------------------------------
+# DYN140: t.requires_grad = True after a factory
+
+
+def test_requires_grad_set_after_a_factory_moves_into_the_factory():
+    assert_fixes(
+        """
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def forward(self, q, checkpointing: bool = False):
+                bias = torch.zeros(
+                    (1, q.shape[1]),
+                    dtype=q.dtype,
+                )
+                if self.training and checkpointing:
+                    bias.requires_grad = True
+                leaf = torch.ones(q.shape[-1])
+                leaf.requires_grad = True
+                return q + bias + leaf
+        """,
+        """
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def forward(self, q, checkpointing: bool = False):
+                bias = torch.zeros(
+                    (1, q.shape[1]),
+                    dtype=q.dtype,
+                    requires_grad=bool(self.training and checkpointing),
+                )
+                leaf = torch.ones(q.shape[-1], requires_grad=True)
+                return q + bias + leaf
+        """,
+        unsafe=False,
+    )
+
+
+def test_requires_grad_not_moved_when_not_adjacent_or_already_given():
+    code = """
+        import torch
+
+        @torch.compile
+        def f(x, flag=True):
+            a = torch.zeros(4)
+            y = a + x
+            a.requires_grad = True
+            b = torch.zeros(4, requires_grad=False)
+            b.requires_grad = True
+            c = x * 2
+            c.requires_grad = True
+            d = torch.zeros(4)
+            if flag:
+                d.requires_grad = True
+            else:
+                d = d + 1
+            return y + b + c + d
+        """
+    result = fixed(code)
+    assert not [f for f in result.fixed if f.code == "DYN140"]
+    assert len([f for f in result.remaining if f.code == "DYN140"]) == 4

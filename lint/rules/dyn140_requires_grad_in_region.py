@@ -19,9 +19,15 @@ def forward(self, x):
 
 ## Use instead
 Create parameters in `__init__` (`self.w = nn.Parameter(torch.ones(n))`) and use them in forward.
+A fresh tensor that needs gradients can be made with the factory's `requires_grad=` argument,
+which Dynamo traces: the safe autofix rewrites `t = torch.zeros(...)` followed by
+`t.requires_grad = True` (or `if cond: t.requires_grad = True`, T5-style position biases under
+gradient checkpointing) into `torch.zeros(..., requires_grad=True)` (`requires_grad=bool(cond)`).
 """
 
 import libcst as cst
+
+from dynalint.fixes.requires_grad import requires_grad_fix
 
 from ..rule import BREAKS, CLEAN, Example, Rule
 
@@ -37,13 +43,20 @@ class RequiresGradInRegion(Rule):
         ("GB8985", "requires_grad_() intermediate leaked as output"),
     )
     node_types = (cst.Call, cst.Assign)
+    fixable = "sometimes"
 
     def check(self, node, ctx):
         if type(node) is cst.Assign:
             for t in node.targets:
                 tgt = t.target
                 if type(tgt) is cst.Attribute and tgt.attr.value == "requires_grad" and ctx.is_tensor(tgt.value):
-                    ctx.report(self, node, "setting `.requires_grad` in compiled code breaks the graph; do it before calling the compiled model")
+                    ctx.report(
+                        self,
+                        node,
+                        "setting `.requires_grad` in compiled code breaks the graph; create the tensor with "
+                        "`requires_grad=` (traced) or set it before calling the compiled model",
+                        fix=requires_grad_fix(ctx, node, self.code),
+                    )
             return
         q = ctx.call_name(node)
         if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
@@ -92,6 +105,22 @@ class RequiresGradInRegion(Rule):
             """,
             dynamo=BREAKS,
         ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x, checkpointing=True):
+                bias = torch.zeros(
+                    (1, x.shape[-1]),
+                    dtype=x.dtype,
+                )
+                if checkpointing:
+                    bias.requires_grad = True  # expect: DYN140
+                return x + bias
+            """,
+            dynamo=BREAKS,
+        ),
     )
     valid = (
         Example(
@@ -107,6 +136,17 @@ class RequiresGradInRegion(Rule):
                 def forward(self, x):
                     scale = torch.ones(4, requires_grad=True)
                     return x * self.w * scale
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x, checkpointing=True):
+                bias = torch.zeros((1, x.shape[-1]), dtype=x.dtype, requires_grad=bool(checkpointing))
+                return x + bias
             """,
             dynamo=CLEAN,
         ),
