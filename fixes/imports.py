@@ -141,6 +141,42 @@ def import_torch_edit(info: SourceInfo, positions) -> Edit:
     return insert_line_before(len(info.lines) + 1, line)
 
 
+def bound_module_name(module: cst.Module, wanted: str) -> Optional[str]:
+    """The local name a top-level `import wanted` (or `import wanted as w`) binds, if any."""
+    for line in _top_level_import_lines(module):
+        for small in line.body:
+            if not isinstance(small, cst.Import):
+                continue
+            for alias in small.names:
+                if _dotted(alias.name) != wanted:
+                    continue
+                if alias.asname is None:
+                    return wanted
+                if isinstance(alias.asname.name, cst.Name):
+                    return alias.asname.name.value
+    return None
+
+
+def import_module_edit(info: SourceInfo, positions, module: str) -> Edit:
+    """`import module` after the leading import block (else after the docstring and `__future__`
+    imports, else at the top of the code)."""
+    body = list(info.module.body)
+    i = 1 if body and is_docstring(body[0]) else 0
+    while i < len(body) and _is_future_import(body[i]):
+        i += 1
+    after: Optional[cst.CSTNode] = body[i - 1] if i > 0 else None
+    while i < len(body) and _is_import_line(body[i]):
+        after = body[i]
+        i += 1
+    if after is not None:
+        return _insert_line_after(info, positions[after].end.line, f"import {module}")
+    line = f"import {module}" + info.newline
+    if body:
+        blank = 2 if isinstance(body[0], (cst.FunctionDef, cst.ClassDef)) else 1
+        return insert_line_before(positions[body[0]].start.line, line + info.newline * blank)
+    return insert_line_before(len(info.lines) + 1, line)
+
+
 def _insert_line_after(info: SourceInfo, row: int, content: str) -> Edit:
     """A new line after line `row`, also when that line is the file's last and has no line ending."""
     if row < len(info.lines):

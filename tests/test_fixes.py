@@ -1270,3 +1270,64 @@ def test_requires_grad_not_moved_when_not_adjacent_or_already_given():
     result = fixed(code)
     assert not [f for f in result.fixed if f.code == "DYN140"]
     assert len([f for f in result.remaining if f.code == "DYN140"]) == 4
+
+
+# --------------------------------------------------------------------------------------------
+# DYN106: NumPy math on Python numbers
+
+
+def test_numpy_math_on_python_numbers_becomes_math_and_imports_it():
+    assert_fixes(
+        """
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        def chunk_multiple(config):
+            return np.lcm(config.a, config.b)
+
+
+        class M(nn.Module):
+            def forward(self, x, sizes=(1, 2)):
+                n = chunk_multiple(self.config)
+                width = np.sum(list(sizes))
+                out = x.new_zeros((x.shape[0], width))
+                flat = x.reshape(x.shape[0], np.prod(x.shape[1:]))
+                return out, flat.repeat(1, n)
+        """,
+        """
+        import numpy as np
+        import torch
+        from torch import nn
+        import math
+
+
+        def chunk_multiple(config):
+            return math.lcm(config.a, config.b)
+
+
+        class M(nn.Module):
+            def forward(self, x, sizes=(1, 2)):
+                n = chunk_multiple(self.config)
+                width = sum(list(sizes))
+                out = x.new_zeros((x.shape[0], width))
+                flat = x.reshape(x.shape[0], math.prod(x.shape[1:]))
+                return out, flat.repeat(1, n)
+        """,
+    )
+
+
+def test_numpy_math_on_arrays_or_only_in_tensor_arithmetic_is_left_alone():
+    code = """
+        import numpy as np
+        import torch
+
+        @torch.compile
+        def f(x, a=4, b=6):
+            steps = np.arange(1, 4)
+            scale = np.prod(steps)
+            return x * np.lcm(a, b) * scale
+        """
+    result = fixed(code)
+    assert not [f for f in result.fixed + result.remaining if f.code == "DYN106"]

@@ -17,6 +17,7 @@ RULE_MODULES = (
     "dyn103_logging",
     "dyn104_warnings",
     "dyn105_untraceable_call",
+    "dyn106_numpy_scalar_math",
     "dyn110_item",
     "dyn111_tolist",
     "dyn112_str_of_tensor",
