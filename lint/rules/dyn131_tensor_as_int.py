@@ -98,7 +98,7 @@ class TensorAsInt(Rule):
             @torch.compile
             def f(x):
                 y = x * 2
-                z = np.zeros((2, np.sum([1, 2])))  # expect: DYN131
+                z = np.zeros((2, np.sum([1, 2])))  # expect: DYN131, DYN106
                 return y + z.sum()
             """,
             dynamo=BREAKS,
