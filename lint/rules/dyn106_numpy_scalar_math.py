@@ -39,6 +39,12 @@ class NumpyScalarMath(Rule):
     code = "DYN106"
     name = "numpy-math-on-python-numbers"
     summary = "NumPy math on Python numbers is a tensor under Dynamo"
+    gb_types = (
+        ("GB0033", "Data dependent operator"),
+        ("GB0170", "Data-dependent branching"),
+        ("GB0208", "torch.* op returned non-Tensor"),
+        ("GB0059", "Failed to trace builtin operator"),
+    )
     node_types = (cst.Call,)
     fixable = "unsafe"
 
