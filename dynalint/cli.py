@@ -46,7 +46,9 @@ class _Group(click.Group):
                 sys.exit(EXIT_ERROR)
             if os.environ.get("DYNALINT_DEBUG"):
                 raise
-            _error(f"internal error: {type(exc).__name__}: {exc}")
+            from dynalint.engine import one_line_reason
+
+            _error(f"internal error: {one_line_reason(exc)}")
             sys.exit(EXIT_ERROR)
 
     def main(self, *args, **kwargs):

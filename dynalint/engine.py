@@ -41,7 +41,10 @@ def module_name_for(path: Path, src_roots: Iterable[Path] = ()) -> tuple[str, bo
     """Dotted module name as Python would import it: climb while the folder is a package."""
     path_str = os.fspath(path)
     if os.path.islink(path_str):
-        path_str = str(Path(path_str).resolve())
+        try:
+            path_str = str(Path(path_str).resolve())
+        except (OSError, RuntimeError):  # a symlink loop: reading it reports it (DYN002)
+            pass
     folder, name = os.path.split(os.path.abspath(path_str))
     is_package = name == "__init__.py"
     parts, fallback = _folder_module_parts(folder, tuple(str(r) for r in src_roots))
@@ -66,7 +69,10 @@ def _folder_module_parts(folder: str, src_roots: tuple[str, ...]) -> tuple[tuple
 # A run names thousands of files in a few hundred folders: resolve and climb each folder once.
 @functools.lru_cache(maxsize=4096)
 def _resolved_dir(directory: str) -> Path:
-    return Path(directory).resolve()
+    try:
+        return Path(directory).resolve()
+    except (OSError, RuntimeError):  # a symlink loop in the folder's path
+        return Path(os.path.abspath(directory))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -95,10 +101,34 @@ def read_source(path: Path) -> str:
 def _read_failure(display: str, module: str, exc: Exception) -> dict:
     from dynalint.lint.summary import FileSummary
 
-    reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+    reason = getattr(exc, "strerror", None) or one_line_reason(exc)
     summary = FileSummary(filename=display, module=module)
     summary.findings.append(Finding(IO_ERROR, f"cannot read file: {reason}", display, 1, 1, 1, 1))
     return summary.to_cache()
+
+
+def _analysis_failure(display: str, module: str, exc: BaseException) -> dict:
+    """DYN002 for a file whose analysis failed inside dynalint (never cached: a later version
+    may analyse it)."""
+    from dynalint.lint.summary import FileSummary
+
+    summary = FileSummary(filename=display, module=module)
+    message = f"cannot analyse file: internal error: {one_line_reason(exc)}"
+    summary.findings.append(Finding(IO_ERROR, message, display, 1, 1, 1, 1))
+    return summary.to_cache()
+
+
+def one_line_reason(exc: BaseException, limit: int = 200) -> str:
+    """`Type: first line of the message`, short, and safe for any exception (formatting one
+    that holds a deep structure may itself fail)."""
+    try:
+        text = str(exc)
+    except Exception:  # RecursionError from a deep repr, or a broken __str__
+        text = ""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    if len(first) > limit:
+        first = first[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _cache_key(cache, item: tuple, text: str) -> str:
@@ -160,6 +190,8 @@ def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
         summary.facts = facts or None
         data = summary.to_cache()
         data["interface"] = interface_fingerprint(data)  # what dynalint.incremental compares
+    except Exception as exc:  # a bug met by one file is that file's finding; the run goes on
+        return display, _analysis_failure(display, module, exc)
     finally:
         if was_enabled:
             gc.enable()

@@ -1259,18 +1259,25 @@ def _is_abstract(fn: cst.FunctionDef) -> bool:
 
 
 def _syntax_error_summary(source: str, filename: str, module_name: str, exc: Exception) -> FileSummary:
-    """DYN001 at the position Python itself reports (libcst's position is often a line late)."""
+    """DYN001 at the position Python itself reports (libcst's position is often a line late).
+    When Python compiles the file and only libcst refuses it (odd `\\r` or `\\f` whitespace, say),
+    the message says so: the file is valid Python that dynalint cannot check."""
     summary = FileSummary(filename=filename, module=module_name)
     row, col = getattr(exc, "raw_line", 1) or 1, (getattr(exc, "raw_column", 0) or 0) + 1
-    msg = "invalid syntax"
+    msg = "SyntaxError: invalid syntax"
     try:
         compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as err:
-        msg = err.msg or msg
+        msg = f"SyntaxError: {err.msg or 'invalid syntax'}"
         row, col = err.lineno or row, err.offset or col
     except (ValueError, RecursionError, MemoryError):
         pass
-    summary.findings.append(Finding("DYN001", f"SyntaxError: {msg}", filename, row, col, row, col))
+    else:
+        detail = (getattr(exc, "message", None) or str(exc) or "").strip().splitlines()
+        msg = "libcst cannot parse this file (Python can, so it was not checked)"
+        if detail:
+            msg += f": {detail[0]}"
+    summary.findings.append(Finding("DYN001", msg, filename, row, col, row, col))
     return summary
 
 
@@ -1370,10 +1377,18 @@ def _scans_of(module: cst.Module) -> dict:
 def prepare(source: str, filename: str, module_name: str, is_package: bool) -> None:
     """Parse `source` and scan its module level as `analyze_source` would, keeping both for the
     analyses of the same text that follow (forked workers inherit them)."""
+    from .deep import call_deep, python_rejects
+
+    if python_rejects(source) is not None:
+        return  # the analysis reports it
     try:
-        module = _parse_module(source)
+        call_deep(_prepare, source, filename, module_name, is_package)
     except (cst.ParserSyntaxError, RecursionError):
         return  # the analysis reports it
+
+
+def _prepare(source: str, filename: str, module_name: str, is_package: bool) -> None:
+    module = _parse_module(source)
     fa = FileAnalyzer(module, filename, module_name, is_package, AnalyzerOptions())
     fa.source = source
     fa.scan_module_level()
@@ -1386,19 +1401,54 @@ def analyze_source(
     is_package: bool = False,
     options: Optional[AnalyzerOptions] = None,
 ) -> FileSummary:
+    """One file's summary. Deep but valid code is analysed on a large-stack thread
+    (`lint.deep`); what Python itself refuses as too deep is DYN001 before libcst sees it."""
+    from .deep import call_deep, python_rejects
+
     options = options or AnalyzerOptions()
+    reason = python_rejects(source)
+    if reason is not None:
+        return _file_finding_summary(filename, module_name, reason)
+    try:
+        return call_deep(_analyze_parsed, source, filename, module_name, is_package, options)
+    except RecursionError:
+        # Deeper than even the large stack allows: Python's parser usually refuses such a file
+        # too, and says why; else the file is reported, not analysed.
+        reason = _python_syntax_error(source)
+        if reason is not None:
+            return _file_finding_summary(filename, module_name, reason)
+        reason = "cannot analyse file: nested too deeply (RecursionError)"
+        return _file_finding_summary(filename, module_name, reason, code="DYN002")
+
+
+def _analyze_parsed(source: str, filename: str, module_name: str, is_package: bool, options: AnalyzerOptions) -> FileSummary:
     try:
         module = _parse_module(source)
     except cst.ParserSyntaxError as exc:
         return _syntax_error_summary(source, filename, module_name, exc)
-    except RecursionError:
-        summary = FileSummary(filename=filename, module=module_name)
-        summary.findings.append(
-            Finding("DYN001", "SyntaxError: file too deeply nested to parse", filename, 1, 1, 1, 1)
-        )
-        return summary
     fa = FileAnalyzer(module, filename, module_name, is_package, options)
     fa.source = source
     summary = fa.run()
     summary.noqa = parse_noqa(source)
+    return summary
+
+
+def _python_syntax_error(source: str) -> Optional[str]:
+    """Why Python's own parser refuses source, or None when it accepts it."""
+    import ast
+
+    try:
+        compile(source, "<dynalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return f"SyntaxError: {exc.msg}"
+    except (RecursionError, MemoryError) as exc:
+        return f"Python cannot parse it: nested too deeply ({type(exc).__name__} during parsing)"
+    except ValueError as exc:
+        return f"SyntaxError: {str(exc).splitlines()[0] if str(exc) else 'invalid source'}"
+    return None
+
+
+def _file_finding_summary(filename: str, module_name: str, reason: str, code: str = "DYN001") -> FileSummary:
+    summary = FileSummary(filename=filename, module=module_name)
+    summary.findings.append(Finding(code, reason, filename, 1, 1, 1, 1))
     return summary

@@ -1,0 +1,130 @@
+"""Deep but valid code: parse and analyse it on a thread with a large stack.
+
+libcst's parser (native code) and its node methods, and the analyzer's own walks, recurse once per
+level of nesting: a 1,500-term `x + x + ...` or a 1,000-branch `if/elif` is a few thousand
+frames deep. On the main thread (8 MiB stack, recursion limit 1,000) that ends in a
+RecursionError, and deeper still in a segfault inside libcst, which takes the whole run down. On
+a thread with a 512 MiB stack (reserved, not committed: only what is used costs memory) and a
+recursion limit to match, such files are analysed like any other. Starting the thread costs
+about 0.2 ms per file.
+
+What Python itself rejects as too deep ("too many nested parentheses", "maximum recursion depth
+exceeded during ast construction") is caught before libcst sees it: `python_rejects`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from typing import Callable, Optional, TypeVar
+
+R = TypeVar("R")
+
+STACK_BYTES = 512 << 20
+# Python frames per level of nesting are few (3.11 calls Python from Python without the C
+# stack); C frames (libcst codegen, `repr`) take a few KiB each: 512 MiB holds this many.
+RECURSION_LIMIT = 40_000
+_THREAD_NAME = "dynalint-deep"
+_lock = threading.Lock()
+_active = 0
+_saved_limit = 0
+
+
+def call_deep(fn: Callable[..., R], *args, **kwargs) -> R:
+    """fn(*args, **kwargs) on a large-stack thread (or directly when already on one); its
+    exception, if any, is raised here."""
+    if threading.current_thread().name == _THREAD_NAME:
+        return fn(*args, **kwargs)
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+
+    _enter()
+    try:
+        with _lock:
+            previous = threading.stack_size(STACK_BYTES)
+            try:
+                thread = threading.Thread(target=target, name=_THREAD_NAME, daemon=True)
+                thread.start()
+            finally:
+                threading.stack_size(previous)
+        thread.join()
+    finally:
+        _leave()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _enter() -> None:
+    # The recursion limit is the interpreter's: raised while any deep call runs, restored after.
+    global _active, _saved_limit
+    with _lock:
+        if _active == 0:
+            _saved_limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_saved_limit, RECURSION_LIMIT))
+        _active += 1
+
+
+def _leave() -> None:
+    global _active
+    with _lock:
+        _active -= 1
+        if _active == 0:
+            sys.setrecursionlimit(_saved_limit)
+
+
+# Python refuses more than 200 nested brackets; libcst crashes somewhere past 1,000 on the main
+# thread. Counting brackets (in strings and comments too) costs far less than Python's parser:
+# only a file that may nest this deep is handed to `compile`.
+_SUSPECT_BRACKET_DEPTH = 100
+_BRACKETS = re.compile(r"[^()\[\]{}]+")
+_DEPTH_STEP = str.maketrans({"(": "1", "[": "1", "{": "1", ")": "0", "]": "0", "}": "0"})
+# A line this long may hold an operator chain too deep for Python's parser.
+_SUSPECT_LINE_LENGTH = 5_000
+
+
+def python_rejects(source: str) -> Optional[str]:
+    """Python's own reason for refusing a file that nests too deeply, when the file looks as if
+    it might (deep brackets, a very long line); None otherwise (also when Python accepts it)."""
+    if not _may_be_too_deep(source):
+        return None
+    import ast
+
+    try:
+        compile(source, "<dynalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return f"SyntaxError: {exc.msg}"
+    except RecursionError:
+        return "Python cannot parse it: nested too deeply (RecursionError during parsing)"
+    except MemoryError:
+        return "Python cannot parse it: nested too deeply (MemoryError during parsing)"
+    except ValueError as exc:  # null bytes
+        return f"SyntaxError: {str(exc).splitlines()[0] if str(exc) else 'invalid source'}"
+    return None
+
+
+def _may_be_too_deep(source: str) -> bool:
+    opens = source.count("(") + source.count("[") + source.count("{")
+    if opens >= _SUSPECT_BRACKET_DEPTH and _max_bracket_depth(source) >= _SUSPECT_BRACKET_DEPTH:
+        return True
+    if len(source) >= _SUSPECT_LINE_LENGTH:
+        return max(map(len, source.split("\n"))) >= _SUSPECT_LINE_LENGTH
+    return False
+
+
+def _max_bracket_depth(source: str) -> int:
+    depth = deepest = 0
+    for step in _BRACKETS.sub("", source).translate(_DEPTH_STEP):
+        if step == "1":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        else:
+            depth -= 1
+    return deepest

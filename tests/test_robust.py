@@ -1,0 +1,152 @@
+"""No file takes a run down: whatever goes wrong inside one file (a symlink loop, nesting deeper
+than Python allows, nesting deep enough to exhaust the default stack, a bug met in the analysis)
+becomes a finding for that file, at -j 1 and -j N, and the other files' findings are kept."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import dynalint
+
+HEADER = "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+GOOD = HEADER + "        print(x)\n        return x\n"
+
+
+def _findings(result) -> list[dict]:
+    return json.loads(result.stdout.decode())
+
+
+def _codes_by_file(findings: list[dict]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for f in findings:
+        out.setdefault(Path(f["filename"]).name, []).append(f["code"])
+    return out
+
+
+def _check(tmp_path: Path, jobs: int, *extra: str):
+    return dynalint("check", "--output-format", "json", "-j", str(jobs), *extra, ".", cwd=tmp_path, timeout=300)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_symlink_loop_is_a_finding_and_the_run_goes_on(tmp_path, jobs):
+    (tmp_path / "good.py").write_text(GOOD)
+    os.symlink("b.py", tmp_path / "a.py")
+    os.symlink("a.py", tmp_path / "b.py")
+    result = _check(tmp_path, jobs)
+    assert result.returncode == 1, result.stderr
+    codes = _codes_by_file(_findings(result))
+    assert codes == {"a.py": ["DYN002"], "b.py": ["DYN002"], "good.py": ["DYN101"]}
+    assert "symbolic links" in _findings(result)[0]["message"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_nesting_python_refuses_is_a_syntax_error_before_libcst_sees_it(tmp_path, jobs):
+    # libcst's native parser crashed the process (SIGSEGV) on this.
+    (tmp_path / "parens.py").write_text("x = " + "(" * 6000 + "1" + ")" * 6000 + "\n")
+    (tmp_path / "good.py").write_text(GOOD)
+    result = _check(tmp_path, jobs)
+    assert result.returncode == 1, result.stderr
+    found = _findings(result)
+    assert _codes_by_file(found) == {"good.py": ["DYN101"], "parens.py": ["DYN001"]}
+    assert [f["message"] for f in found if f["code"] == "DYN001"] == ["SyntaxError: too many nested parentheses"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_long_operator_chain_is_analysed(tmp_path, jobs):
+    chain = " + ".join(["x"] * 1500)
+    (tmp_path / "chain.py").write_text(HEADER + f"        y = {chain}\n        print(y)\n        return y.item()\n")
+    (tmp_path / "good.py").write_text(GOOD)
+    result = _check(tmp_path, jobs)
+    assert result.returncode == 1, result.stderr[-2000:]
+    codes = _codes_by_file(_findings(result))
+    assert sorted(codes["chain.py"]) == ["DYN101", "DYN110"] and codes["good.py"] == ["DYN101"]
+    assert not result.stderr
+
+
+def test_a_long_elif_chain_is_analysed(tmp_path):
+    branches = "".join(f"        elif x.sum() > {i}:\n            y = {i}\n" for i in range(1, 1000))
+    (tmp_path / "elifs.py").write_text(HEADER + "        if x.sum() > 0:\n            y = 0\n" + branches + "        return y\n")
+    result = _check(tmp_path, 1)
+    assert result.returncode == 1, result.stderr[-2000:]
+    found = _findings(result)
+    assert len(found) == 1000 and {f["code"] for f in found} == {"DYN120"}
+
+
+def test_a_long_chain_can_be_fixed(tmp_path):
+    chain = " + ".join(["x"] * 1500)
+    path = tmp_path / "chain.py"
+    path.write_text(HEADER + f"        y = {chain}\n        print(y)\n        return y\n")
+    result = dynalint("check", "--fix", "chain.py", cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    fixed = path.read_text()
+    assert "if not torch.compiler.is_compiling():\n            print(y)" in fixed
+    compile(fixed, "chain.py", "exec")
+
+
+def test_valid_python_that_only_libcst_refuses_says_so(tmp_path):
+    # A form feed inside an indented block's indentation: CPython compiles it, libcst does not.
+    source = "def f(x):\n    if x:\n\x0c        return 1\n    return 2\n"
+    compile(source, "ff.py", "exec")
+    (tmp_path / "ff.py").write_text(source)
+    result = _check(tmp_path, 1)
+    [finding] = _findings(result)
+    assert finding["code"] == "DYN001"
+    assert finding["message"].startswith("libcst cannot parse this file (Python can")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_internal_error_in_one_file_is_that_files_finding(tmp_path, monkeypatch, jobs):
+    from dynalint.config import Config
+    from dynalint.engine import SourceFile, lint_files
+    from dynalint.lint import analyzer
+
+    real = analyzer.FileAnalyzer.run
+
+    def failing_run(self):
+        if self.filename.endswith("bad.py"):
+            raise ValueError("unexpected node\n" + "deep " * 10_000)
+        return real(self)
+
+    monkeypatch.setattr(analyzer.FileAnalyzer, "run", failing_run)
+    files = []
+    for name in ("bad.py", "good.py", "other.py", "more.py", "a.py", "b.py", "c.py", "d.py"):
+        (tmp_path / name).write_text(GOOD)
+        files.append(SourceFile(path=tmp_path / name, display=name, module=name[:-3], is_package=False))
+    found = lint_files(files, Config(), jobs=jobs)  # forked workers inherit the patch
+    by_file = {}
+    for f in found:
+        by_file.setdefault(f.filename, []).append((f.code, f.message))
+    assert by_file.pop("bad.py") == [
+        ("DYN002", "cannot analyse file: internal error: ValueError: unexpected node")
+    ]
+    assert all(v == [("DYN101", v[0][1])] for v in by_file.values()) and len(by_file) == 7
+
+
+def test_the_last_resort_message_is_one_line_even_for_an_unprintable_exception():
+    from dynalint.engine import one_line_reason
+
+    class Deep(Exception):
+        def __str__(self):
+            return str(self)  # recurses
+
+    assert one_line_reason(Deep()) == "Deep"
+    assert one_line_reason(ValueError("a\nb")) == "ValueError: a"
+    assert len(one_line_reason(ValueError("x" * 1000))) < 220
+
+
+def test_nesting_too_deep_even_for_the_large_stack_is_a_finding(monkeypatch):
+    from dynalint.lint import analyzer, deep
+
+    monkeypatch.setattr(deep, "RECURSION_LIMIT", 1_000)  # what the large stack allows, made small
+    chain = " + ".join(["x"] * 1500)
+    summary = analyzer.analyze_source(HEADER + f"        return {chain}\n", "m.py")
+    assert [(f.code, f.message) for f in summary.findings] == [
+        ("DYN002", "cannot analyse file: nested too deeply (RecursionError)")
+    ]
+    summary = analyzer.analyze_source("y = " + " + ".join(["x"] * 5000) + "\n", "m.py")
+    assert [f.code for f in summary.findings] == ["DYN001"]
+    assert "nested too deeply" in summary.findings[0].message
