@@ -24,10 +24,21 @@ def _dotted(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _top_level_import_lines(module: cst.Module) -> Iterable[cst.SimpleStatementLine]:
+# The import lines of the last module asked about: every fix of a file asks (a file of
+# thousands of findings walked its module body that many times).
+_IMPORT_LINES: list = [None, ()]
+
+
+def _top_level_import_lines(module: cst.Module) -> tuple[cst.SimpleStatementLine, ...]:
     """Import lines at module level, including those under a top-level `if` / `try`
     (`if is_torch_available(): import torch`), where the name is bound whenever the code runs
     (not under `if TYPE_CHECKING:`, which never runs)."""
+    if _IMPORT_LINES[0] is not module:
+        _IMPORT_LINES[0], _IMPORT_LINES[1] = module, tuple(_walk_top_level_import_lines(module))
+    return _IMPORT_LINES[1]
+
+
+def _walk_top_level_import_lines(module: cst.Module) -> Iterable[cst.SimpleStatementLine]:
     stack = list(reversed(module.body))
     while stack:
         stmt = stack.pop()

@@ -163,6 +163,7 @@ class FileAnalyzer:
         self.buffer_attrs: dict[str, set[str]] = {}  # class qualname -> attrs set to nn.Buffer(...)
         self.all_attrs: dict[str, set[str]] = {}  # class qualname -> attrs assigned in __init__
         self.rnn_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding nn.LSTM/GRU/RNN
+        self._subclasses: Optional[dict[str, list[str]]] = None  # base -> classes of this file
         self.compile_called_names: set[str] = set()
         # function qualname -> {parameter position or name: kind of the tensor passed there}
         self.param_hints: dict[str, dict] = {}
@@ -172,15 +173,23 @@ class FileAnalyzer:
     def rnn_attrs_with_subclasses(self, cls: str) -> set[str]:
         """RNN attributes of `cls` and of its subclasses in this file: a base class's forward
         calling `self.rnn_v(x)` runs with the subclass that made `self.rnn_v` an `nn.LSTM`."""
-        out = set(self.rnn_attrs.get(cls, set()))
-        family, grew = {cls}, True
-        while grew:
-            grew = False
+        if not self.rnn_attrs:  # most files: no RNN attribute anywhere
+            return set()
+        # Asked once per function: the subclasses of each class, mapped once (looping over every
+        # class for each function made a file of many classes cost their square).
+        if self._subclasses is None:
+            self._subclasses = {}
             for name, info in self.summary.classes.items():
-                if name not in family and family.intersection(info.bases):
+                for base in info.bases:
+                    self._subclasses.setdefault(base, []).append(name)
+        out = set(self.rnn_attrs.get(cls, set()))
+        family, todo = {cls}, [cls]
+        while todo:
+            for name in self._subclasses.get(todo.pop(), ()):
+                if name not in family:
                     family.add(name)
+                    todo.append(name)
                     out |= self.rnn_attrs.get(name, set())
-                    grew = True
         return out
 
     # -- names ----------------------------------------------------------------------------

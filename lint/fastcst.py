@@ -244,15 +244,22 @@ class Positions(dict):
         super().__init__()
         self.module = module
         self.complete = False
-        self.shifted: list[tuple[dict, int]] = []  # (raw positions from line 1, lines to add)
+        # Raw positions of every positioned node (from line 1 of its piece) and the lines to add
+        # to them, merged over the pieces: one lookup per node, however many pieces (a list of
+        # pieces searched in turn made a file with thousands of them cost their square).
+        self.raw: dict = {}
+        self.delta: dict = {}
+
+    def add_piece(self, computed: dict, delta: int) -> None:
+        self.raw.update(computed)
+        self.delta.update(dict.fromkeys(computed, delta))
 
     def __missing__(self, node: cst.CSTNode):
-        for computed, delta in self.shifted:
-            raw = computed.get(node)
-            if raw is not None:
-                rng = _code_range(raw, delta)
-                self[node] = rng
-                return rng
+        raw = self.raw.get(node)
+        if raw is not None:
+            rng = _code_range(raw, self.delta.get(node, 0))
+            self[node] = rng
+            return rng
         if self.complete:
             raise KeyError(node)
         self.position_whole_module()
@@ -261,7 +268,8 @@ class Positions(dict):
     def position_whole_module(self) -> None:
         """Every node of the module, in place of the pieces."""
         self.complete = True
-        self.shifted = [(_module_positions(self.module), 0)]
+        self.raw = _module_positions(self.module)
+        self.delta = {}  # nothing to add
 
 
 def _code_range(raw: tuple, delta: int):
@@ -382,32 +390,80 @@ def positions(module: cst.Module, source: Optional[str] = None, within: Optional
 
 def _positions_within(module: cst.Module, source: str, within: set, out: Positions) -> bool:
     functions = getattr(within, "functions", {})
+    lines = _SourceLines(source)
+    windows = _statement_windows(module, source, lines) if len(source) >= _WINDOWED_SIZE else None
     cursor = 0
-    for stmt in module.body:
+    for index, stmt in enumerate(module.body):
         if stmt not in within:
             continue
+        lo, hi = windows[index] if windows is not None else (cursor, len(source))
         pieces = functions.get(stmt)
-        if pieces is None or not all(_position_piece(module, source, node, indents, 0, out) for node, indents in pieces):
-            end = _position_piece(module, source, stmt, (), cursor, out)
-            if end is None:
-                return False
-            cursor = end
+        if pieces is not None and all(
+            _position_piece(module, source, node, indents, lo, hi, out, lines) is not None for node, indents in pieces
+        ):
+            continue
+        end = _position_piece(module, source, stmt, (), max(lo, cursor), hi, out, lines)
+        if end is None:
+            return False
+        cursor = end
     return True
 
 
-def _position_piece(module: cst.Module, source: str, node: cst.CSTNode, indents: tuple, cursor: int, out: Positions) -> Optional[int]:
+def _position_piece(
+    module: cst.Module, source: str, node: cst.CSTNode, indents: tuple, cursor: int, limit: int, out: Positions, lines: "_SourceLines"
+) -> Optional[int]:
     """Position `node` (a statement starting a line, inside blocks indented by `indents`) if its
-    code occurs exactly once in `source` after `cursor`; returns the offset after it, else None."""
+    code occurs exactly once in `source[cursor:limit]`; returns the offset after it, else None."""
     state = _PositionState(module, indents)
     node._codegen(state)  # as if it started on line 1; moved to its real line on lookup
     text = "".join(state.tokens)
-    start = source.find(text, cursor)
-    if start < 0 or source.find(text, start + 1) >= 0:
+    start = source.find(text, cursor, limit)
+    if start < 0 or source.find(text, start + 1, limit) >= 0:
         return None
     if start and source[start - 1] not in "\r\n":
         return None
-    out.shifted.append((state.computed, _line_of(source, start) - 1))
+    out.add_piece(state.computed, lines.line_of(start) - 1)
     return start + len(text)
+
+
+# From this size on, each top-level statement is searched for only between its neighbours
+# (`_statement_windows`): searching the rest of the file for every positioned piece made a file
+# with thousands of them cost their square (a 50,000-line model file: most of its run).
+_WINDOWED_SIZE = 200_000
+
+
+def _statement_windows(module: cst.Module, source: str, lines: "_SourceLines") -> Optional[list[tuple[int, int]]]:
+    """For each top-level statement, a span of `source` that holds its code: from the end of
+    the statement before it to the start of the one after it, with line numbers from Python's
+    own parser (a tenth of libcst's parse). None when the two parsers' statements do not
+    line up (then the whole file is searched, as for small files)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    spans: list[tuple[int, int]] = []  # (first line, last line) of each libcst statement
+    body = tree.body
+    k = 0
+    for stmt in module.body:
+        n = len(stmt.body) if type(stmt) is cst.SimpleStatementLine else 1
+        group = body[k : k + n]
+        k += n
+        if len(group) != n:
+            return None
+        first = group[0]
+        decorators = getattr(first, "decorator_list", None)
+        start = min([first.lineno] + [d.lineno for d in decorators or ()])
+        spans.append((start, max(g.end_lineno or g.lineno for g in group)))
+    if k != len(body):
+        return None
+    windows = []
+    for i in range(len(spans)):
+        lo = spans[i - 1][1] + 1 if i else 1  # leading blank lines and comments come before
+        hi = spans[i + 1][0] if i + 1 < len(spans) else lines.count + 1
+        windows.append((lines.offset(min(lo, spans[i][0])), lines.offset(hi + 1)))
+    return windows
 
 
 def _line_of(source: str, offset: int) -> int:
@@ -418,6 +474,38 @@ def _line_of(source: str, offset: int) -> int:
     from libcst.metadata.position_provider import NEWLINE_RE
 
     return len(NEWLINE_RE.findall(head)) + 1
+
+
+class _SourceLines:
+    """Offsets of the starts of lines of a text (line breaks as libcst counts them), found
+    once, so that each piece's line is a binary search instead of a count from the top."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._starts: Optional[list[int]] = None
+
+    @property
+    def starts(self) -> list[int]:
+        if self._starts is None:
+            self._starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(self.source)]
+        return self._starts
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+    def line_of(self, offset: int) -> int:
+        """1-based line at offset."""
+        if offset < 4096:  # early in the file: counting is cheaper than the table
+            return _line_of(self.source, offset)
+        import bisect
+
+        return bisect.bisect_right(self.starts, offset)
+
+    def offset(self, line: int) -> int:
+        """Offset of the start of 1-based `line` (the end of the text past the last line)."""
+        starts = self.starts
+        return starts[line - 1] if 1 <= line <= len(starts) else len(self.source)
 
 
 class Enclosing(set):

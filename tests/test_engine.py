@@ -446,6 +446,32 @@ def test_positions_of_single_functions_match_the_whole_module(newline):
     assert fastcst.source_of(module) == source == module.code
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_positions_searched_between_neighbouring_statements_match_the_whole_module(newline, monkeypatch):
+    """Big files search each piece only between the statements around it (lines from Python's
+    parser): same positions, also with decorators, comments, `a; b` lines and duplicates."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    monkeypatch.setattr(fastcst, "_WINDOWED_SIZE", 0)
+    head = "import os; import sys\n# a comment\n\n@decorate\n# between\n@decorate(1)\ndef top():\n    pass\n    # footer\n"
+    source = (head + SAMPLE + "# trailing\n").replace("\n", newline)
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    functions = [n for n in _all_nodes(module) if isinstance(n, cst.FunctionDef)]
+    lines = fastcst._SourceLines(source)
+    windows = fastcst._statement_windows(module, source, lines)
+    assert windows is not None and len(windows) == len(module.body)
+    for fn in functions:
+        within = fastcst.enclosing_statements(module, [fn])
+        got = fastcst.positions(module, source, within)
+        for node in fastcst.iter_nodes(fn):
+            assert got[node] == expected[node]
+        assert not got.complete  # positioned from its piece, not from the whole module
+    got = fastcst.positions(module, source, fastcst.enclosing_statements(module, functions))
+    for node in _all_nodes(module):
+        assert got[node] == expected[node]
+
+
 def test_reanalysing_a_text_reuses_its_parse_and_still_applies_new_facts():
     """The cross-file rounds analyse a file again with more facts: the parse is shared, the
     findings follow the facts."""
