@@ -15,10 +15,10 @@ from typing import Optional
 
 import libcst as cst
 
-from dynalint.findings import SAFE
+from dynalint.findings import SAFE, UNSAFE
 
 from .base import SourceInfo, guarded, insert_at, insert_line_before, make_fix, source_info
-from .imports import is_compiling_helper, torch_reference
+from .imports import is_compiling_helper, torch_name
 from .statements import string_continuation_rows
 
 IS_COMPILING_LAST_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"})
@@ -96,14 +96,51 @@ def is_compiling_guard(node: cst.CSTNode) -> bool:
     return last in IS_COMPILING_LAST_NAMES
 
 
-def _is_compiling_call(info: SourceInfo, positions) -> tuple[str, list]:
-    """The file's own is-compiling helper when it imports one (transformers'
-    `is_torchdynamo_compiling()`), else `torch.compiler.is_compiling()` (adding `import torch`)."""
+def _is_compiling_call(info: SourceInfo, stmt: cst.CSTNode, indent: str) -> Optional[tuple[str, str, str]]:
+    """(test, lines to write before the guard, applicability): the file's own is-compiling helper when it imports one
+    (transformers' `is_torchdynamo_compiling()`, which also works on old torch), else
+    `torch.compiler.is_compiling()`. A file that binds no `torch` at module level may be one
+    that must import without torch (transformers' import_utils, which decides whether torch is
+    there): `import torch` then goes inside the function, just above the guard, and the fix is
+    unsafe (where torch is absent, the function would now fail). None: no fix, for a statement
+    on a path the file keeps for torch without `torch.compiler.is_compiling` (< 2.3)."""
     helper = is_compiling_helper(info.module)
     if helper is not None:
-        return f"{helper}()", []
-    torch, import_edits = torch_reference(info, positions)
-    return f"{torch}.compiler.is_compiling()", import_edits
+        return f"{helper}()", "", SAFE
+    if _reserved_for_old_torch(info, stmt):
+        return None
+    name = torch_name(info.module)
+    if name is not None:
+        return f"{name}.compiler.is_compiling()", "", SAFE
+    return "torch.compiler.is_compiling()", f"{indent}import torch{info.newline}", UNSAFE
+
+
+# What a test or a `try` body names when it tells torch versions with `torch.compiler.is_compiling`
+# (2.3 and later) from those without it: the function itself, `torch.compiler`, a version.
+_OLD_TORCH_TEST = re.compile(r"is_compiling|torch\.compiler|\b_dynamo\b|version|VERSION")
+
+
+def _reserved_for_old_torch(info: SourceInfo, stmt: cst.CSTNode) -> bool:
+    """Is stmt inside a branch chosen by a torch-version test (`if is_torch_version("<", "2.3"):`,
+    `if hasattr(torch.compiler, "is_compiling"):`, either branch) or inside the `except` of a
+    `try` that calls `torch.compiler.is_compiling` / `torch._dynamo`? Such a file keeps that path
+    for torch versions where the guard's own call does not exist."""
+    node = stmt
+    while True:
+        parent = info.parent(node)
+        if parent is None or isinstance(parent, cst.Module):
+            return False
+        if isinstance(parent, cst.If) and node is not parent.test and _names_old_torch(info, parent.test):
+            return True
+        if isinstance(parent, cst.ExceptHandler):
+            owner = info.parent(parent)
+            if isinstance(owner, cst.Try) and _names_old_torch(info, owner.body):
+                return True
+        node = parent
+
+
+def _names_old_torch(info: SourceInfo, node: cst.CSTNode) -> bool:
+    return _OLD_TORCH_TEST.search(info.module.code_for_node(node)) is not None
 
 
 def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):
@@ -126,15 +163,20 @@ def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):
         if inner.startswith(indent) and len(inner) > len(indent):
             unit = inner[len(indent) :]
             message = "Move into the `is_compiling()` guard above"
+    applicability = SAFE
     if unit is None:
         unit = info.indent_unit
-        test, import_edits = _is_compiling_call(info, positions)
-        edits += import_edits
-        edits.append(insert_line_before(row, f"{indent}if not {test}:{info.newline}"))
+        call = _is_compiling_call(info, stmt, indent)
+        if call is None:
+            return None
+        test, local_import, applicability = call
+        edits.append(insert_line_before(row, f"{local_import}{indent}if not {test}:{info.newline}"))
         message = f"Guard with `if not {test}:`"
+        if local_import:
+            message += " (importing torch inside the function: the file does not import it)"
     for r in range(row, end_row + 1):
         if r in skip or not info.line(r).strip():
             continue
         col = len(indent) if info.line(r).startswith(indent) else 0
         edits.append(insert_at(r, col, unit))
-    return make_fix(SAFE, message, edits)
+    return make_fix(applicability, message, edits)

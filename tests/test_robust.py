@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,94 @@ def test_nesting_too_deep_even_for_the_large_stack_is_a_finding(monkeypatch):
     summary = analyzer.analyze_source("y = " + " + ".join(["x"] * 5000) + "\n", "m.py")
     assert [f.code for f in summary.findings] == ["DYN001"]
     assert "nested too deeply" in summary.findings[0].message
+
+
+# -- fixes never break an import ------------------------------------------------------------------
+
+NO_TORCH_UTILS = '''\
+import logging
+import warnings
+
+from packaging import version
+
+logger = logging.getLogger(__name__)
+
+
+def deprecate(x):
+    warnings.warn("deprecated", FutureWarning)
+    return x
+
+
+def compiling_check(x):
+    try:
+        import torch
+
+        return torch.compiler.is_compiling()
+    except Exception:
+        logger.warning("torch without torch.compiler.is_compiling")
+        return False
+
+
+def versioned(x, torch_version):
+    if version.parse(torch_version) < version.parse("2.3"):
+        logger.warning("old torch")
+    else:
+        logger.warning("new torch")
+    return x
+'''
+
+NO_TORCH_MODEL = '''\
+import torch
+from torch import nn
+
+from .utils import compiling_check, deprecate, versioned
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        x = deprecate(x)
+        compiling_check(x)
+        return versioned(x, torch.__version__)
+'''
+
+
+def _no_torch_package(tmp_path: Path) -> Path:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(NO_TORCH_UTILS)
+    (pkg / "model.py").write_text(NO_TORCH_MODEL)
+    return pkg / "utils.py"
+
+
+def _imports_without_torch(tmp_path: Path) -> subprocess.CompletedProcess:
+    code = "import sys; sys.modules['torch'] = None; import pkg.utils; print('imported')"
+    return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+
+def test_a_safe_fix_never_adds_a_module_level_torch_import(tmp_path):
+    utils = _no_torch_package(tmp_path)
+    result = dynalint("check", "--fix", ".", cwd=tmp_path)
+    assert result.returncode == 1  # the findings remain: no safe fix for them
+    assert utils.read_text() == NO_TORCH_UTILS
+    assert _imports_without_torch(tmp_path).stdout == "imported\n"
+
+
+def test_the_unsafe_fix_imports_torch_inside_the_function_only(tmp_path):
+    utils = _no_torch_package(tmp_path)
+    dynalint("check", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    fixed = utils.read_text()
+    assert "def deprecate(x):\n    import torch\n    if not torch.compiler.is_compiling():\n        warnings.warn(" in fixed
+    assert _imports_without_torch(tmp_path).stdout == "imported\n"
+    assert not [line for line in fixed.splitlines() if line.startswith(("import torch", "from torch"))]
+
+
+def test_no_is_compiling_guard_on_a_path_kept_for_torch_without_it(tmp_path):
+    utils = _no_torch_package(tmp_path)
+    result = dynalint("check", "--output-format", "json", "--unsafe-fixes", ".", cwd=tmp_path)
+    found = {f["location"]["row"]: f for f in _findings(result)}
+    assert sorted(found) == [10, 20, 26, 28]
+    assert found[10]["fix"] is not None
+    assert [found[r]["fix"] for r in (20, 26, 28)] == [None, None, None]
+    dynalint("check", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert utils.read_text().count("is_compiling()") == 2  # the file's own call and deprecate's guard
