@@ -64,14 +64,14 @@ def _display(path: Path) -> str:
     return rel if not rel.startswith("..") else str(path)
 
 
-def collect_files(opts: CheckOptions, config: Config) -> list[SourceFile]:
+def collect_files(opts: CheckOptions, config: Config, skipped: Optional[dict] = None) -> list[SourceFile]:
     from dynalint.discovery import discover
 
     paths = opts.paths or [Path(".")]
     src_roots = [config.root / s for s in config.src]
     files = []
     shown_folder: dict[str, str] = {}  # folder -> its display name (relpath once per folder)
-    for p in discover(paths, config, force_exclude=opts.force_exclude):
+    for p in discover(paths, config, force_exclude=opts.force_exclude, skipped=skipped):
         module, is_package = module_name_for(p, src_roots)
         folder, name = os.path.split(str(p))
         if folder not in shown_folder:
@@ -177,11 +177,12 @@ def run_check(opts: CheckOptions) -> int:
         files = []
     else:
         engine.FREEZE_AFTER_LOAD = True  # a one-shot run: what it loads lives until it exits
+        skipped: dict = {}
         with engine._gc_paused():  # thousands of paths and names, no cycles among them
-            files = collect_files(opts, config)
+            files = collect_files(opts, config, skipped)
         if not files:
             if not opts.quiet:
-                click.echo("dynalint: warning: no Python files found", err=True)
+                click.echo(f"dynalint: warning: no Python files found{_skipped_note(skipped)}", err=True)
             return EXIT_CLEAN
         progress = _Progress(opts.progress, "dynalint")
         if opts.fix or opts.diff:  # fixes need every summary: the whole-tree path
@@ -224,6 +225,16 @@ def run_check(opts: CheckOptions) -> int:
     if opts.output_format in ("text", "concise") and not opts.quiet and not opts.statistics:
         _summary(findings, opts, locals().get("outcome"))
     return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _skipped_note(skipped: dict) -> str:
+    """What the excludes left out, by setting: `(2 folders left out by `exclude`: build, dist)`."""
+    parts = []
+    for (setting, kind), names in sorted(skipped.items()):
+        shown = ", ".join(_display(Path(n)) for n in names[:3]) + (", ..." if len(names) > 3 else "")
+        what = "`exclude` / `extend-exclude` (or the default excludes)" if setting == "exclude" else ".gitignore (`respect-gitignore`)"
+        parts.append(f"{len(names)} {kind}{'s' if len(names) != 1 else ''} left out by {what}: {shown}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _summary(findings: list[Finding], opts: CheckOptions, outcome) -> None:

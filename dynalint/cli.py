@@ -38,6 +38,8 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             _error("interrupted")
             sys.exit(EXIT_ERROR)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         except Exception as exc:  # pragma: no cover - last resort
             from dynalint.config import ConfigError
 
@@ -53,7 +55,26 @@ class _Group(click.Group):
 
     def main(self, *args, **kwargs):
         # Usage errors exit 2 in click already; keep it that way.
-        return super().main(*args, **kwargs)
+        try:
+            code = super().main(*args, **kwargs)
+            sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+        return code
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader of stdout went away (`dynalint check | head`): stop without a word, as Unix
+    tools do. Python would try to flush stdout once more at exit and complain, so it is pointed
+    at /dev/null first."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(EXIT_FINDINGS)
 
 
 @click.group(cls=_Group)

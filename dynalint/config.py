@@ -11,6 +11,7 @@ top of whichever config governs. Settings that shape the whole run (`src`, `extr
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -355,11 +356,21 @@ def _has_config(d: Path) -> Optional[Path]:
         if name == "dynalint.toml":
             return p
         try:
-            if _table_of(p, tomllib.loads(p.read_text(encoding="utf-8"))) is not None:
-                return p
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
             continue
+        try:
+            if _table_of(p, tomllib.loads(text)) is not None:
+                return p
+        except tomllib.TOMLDecodeError:
+            # Broken TOML that names our table is our config: loading it reports the error
+            # (exit 2), as for a dynalint.toml, instead of linting with the defaults.
+            if _NAMES_OUR_TABLE.search(text):
+                return p
     return None
+
+
+_NAMES_OUR_TABLE = re.compile(r"^\s*\[\s*tool\s*\.\s*dynalint\b|^\s*tool\s*\.\s*dynalint\b", re.MULTILINE)
 
 
 def nearest_config(directory: Path) -> Optional[Path]:

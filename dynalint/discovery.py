@@ -146,9 +146,11 @@ def is_excluded(path: Path, config: Config) -> bool:
     return False
 
 
-def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> list[Path]:
+def discover(paths: list[Path], config: Config, force_exclude: bool = False, skipped: Optional[dict] = None) -> list[Path]:
     """Python files under paths, sorted, excluding config excludes and gitignored files.
-    Files named explicitly are always included (as in ruff), unless force_exclude."""
+    Files named explicitly are always included (as in ruff), unless force_exclude.
+    `skipped`, when given, counts what was left out: {("exclude" | ".gitignore", "folder" |
+    "file"): [names]} (Python files only)."""
     ignorer = _Ignorer(config.respect_gitignore)
     out: list[Path] = []
     seen: set[Path] = set()
@@ -164,23 +166,51 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False) -> 
         if force_exclude and is_excluded(given, config):
             continue
         top = given.absolute()
-        floor = top if ignorer.ignored(top, True, top.parent) else None
+        floor = top if _named_but_ignored(ignorer, top) else None
         rules_of: dict[str, _FolderRules] = {}
+        # A folder named on the command line is walked even when it lies inside an excluded one
+        # (`site-packages/transformers`): patterns then match only paths below it.
+        base = top if not force_exclude and is_excluded(top, config) else None
         for dirpath, dirnames, filenames in os.walk(given):
             rules = rules_of.pop(dirpath, None)
             if rules is None:
-                rules = _FolderRules(Path(dirpath).absolute(), config, ignorer, top, floor)
-            dirnames[:] = [name for name in sorted(dirnames) if not rules.skips(name, True)]
+                rules = _FolderRules(Path(dirpath).absolute(), config, ignorer, top, floor, base)
+            kept = []
+            for name in sorted(dirnames):
+                if not rules.skips(name, True):
+                    kept.append(name)
+                elif skipped is not None:
+                    skipped.setdefault((rules.reason(name, True), "folder"), []).append(os.path.join(dirpath, name))
+            dirnames[:] = kept
             for name in dirnames:
                 rules_of[os.path.join(dirpath, name)] = rules.child(name, config, ignorer, top, floor)
             for name in sorted(filenames):
-                if name.endswith(".py") and not rules.skips(name, False):
+                if not name.endswith(".py"):
+                    continue
+                if not rules.skips(name, False):
                     walked.append(os.path.join(dirpath, name))
+                elif skipped is not None:
+                    skipped.setdefault((rules.reason(name, False), "file"), []).append(os.path.join(dirpath, name))
     for f in map(Path, walked):  # Path objects only for what is kept: a big tree has thousands
         if f not in seen:
             seen.add(f)
             out.append(f)
     return sorted(out, key=lambda p: p.as_posix())
+
+
+def _named_but_ignored(ignorer: _Ignorer, top: Path) -> bool:
+    """A folder named on the command line that git ignores, itself or through a folder above it
+    (a package under a pyenv checkout's ignored `versions/`): walked anyway, from itself down."""
+    if not ignorer.enabled:
+        return False
+    root = ignorer.git_root(top)
+    d = top
+    while True:
+        if ignorer.ignored(d, True, d.parent):
+            return True
+        if root is None or d == root or d.parent == d:
+            return False
+        d = d.parent
 
 
 class _FolderRules:
@@ -189,26 +219,28 @@ class _FolderRules:
     relative to each) so that each entry costs a few string operations: walking a big tree
     asks this of thousands of files."""
 
-    def __init__(self, folder: Path, config: Config, ignorer: _Ignorer, top: Path, floor: Optional[Path]):
+    def __init__(self, folder: Path, config: Config, ignorer: _Ignorer, top: Path, floor: Optional[Path], base: Optional[Path] = None):
         self.folder = folder
         cfg = config.for_path(folder / "_")
         self.regex, self.prefixes = _compiled(tuple(cfg.exclude) + tuple(cfg.extend_exclude))
-        root = cfg.root.absolute()
+        root = base or cfg.root.absolute()
         try:
             rel = folder.relative_to(root).as_posix()
         except ValueError:
             rel = folder.as_posix()
         self.rel_dir = "" if rel == "." else rel + "/"
         self.specs = ignorer.specs_for(folder, top, floor)
+        self.base = base
 
     def child(self, name: str, config: Config, ignorer: _Ignorer, top: Path, floor: Optional[Path]) -> "_FolderRules":
         """The rules of subfolder `name`: this folder's, one level down, unless the subfolder
         holds its own config or repository (then worked out from scratch)."""
         folder = self.folder / name
         if _has_config(folder) is not None or (ignorer.enabled and (folder / ".git").exists()):
-            return _FolderRules(folder, config, ignorer, top, floor)
+            return _FolderRules(folder, config, ignorer, top, floor, self.base)
         rules = _FolderRules.__new__(_FolderRules)
         rules.folder = folder
+        rules.base = self.base
         rules.regex, rules.prefixes = self.regex, self.prefixes
         rules.rel_dir = f"{self.rel_dir}{name}/"
         rules.specs = [(spec, f"{inner}{name}/") for spec, inner in self.specs]
@@ -217,6 +249,10 @@ class _FolderRules:
             if own is not None:
                 rules.specs.append((own, ""))
         return rules
+
+    def reason(self, name: str, is_dir: bool) -> str:
+        """Which setting leaves out an entry `skips` leaves out."""
+        return "exclude" if _pattern_hit(self.regex, self.prefixes, name, self.rel_dir + name) else ".gitignore"
 
     def skips(self, name: str, is_dir: bool) -> bool:
         return _pattern_hit(self.regex, self.prefixes, name, self.rel_dir + name) or _gitignored(self.specs, name, is_dir)

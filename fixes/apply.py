@@ -13,6 +13,7 @@ import ast
 import difflib
 import hashlib
 import io
+import os
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,8 +133,12 @@ def _ast_parses(text: str) -> bool:
 
 
 def _cst_parses(text: str) -> bool:
+    from dynalint.lint.deep import call_deep, python_rejects
+
+    if python_rejects(text) is not None:
+        return False
     try:
-        cst.parse_module(text)
+        call_deep(cst.parse_module, text)  # deep code parses on a large stack (lint/deep.py)
         return True
     except Exception:
         return False
@@ -315,6 +320,10 @@ def _write_unless_changed(path: Path, display: str, text: str, raw: RawFile) -> 
     try:
         if path.read_bytes() != raw.raw:
             return f"{display} changed on disk while fixing; not written"
+        if not os.stat(path).st_mode & 0o222:
+            # Read-only (0444): left alone, even for a user (root) whom the rename would let
+            # replace it.
+            return f"{display} is read-only; not written"
         write_atomic(path, text, raw)
     except OSError as exc:
         return f"cannot write {display}: {exc.strerror or exc}"
@@ -356,7 +365,14 @@ def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = 
             summary = analyze_with_facts(target, config, original.facts if original is not None else None)
             return _select_in_file(summary, original, summaries, live, config)
 
-        result = fix_text(raw.text, lint, unsafe)
+        try:
+            result = fix_text(raw.text, lint, unsafe)
+        except Exception as exc:  # a bug met fixing one file: that file stays as it was
+            from dynalint.engine import one_line_reason
+
+            outcome.errors.append(f"cannot fix {sf.display}: internal error: {one_line_reason(exc)}")
+            outcome.remaining += mine
+            continue
         outcome.errors += result.errors
         outcome.remaining += result.remaining
         if not result.changed:
