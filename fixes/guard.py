@@ -18,7 +18,7 @@ import libcst as cst
 from dynalint.findings import SAFE, UNSAFE
 
 from .base import SourceInfo, guarded, insert_at, insert_line_before, make_fix, source_info
-from .imports import is_compiling_helper, torch_name
+from .imports import imports_torch, is_compiling_helper, torch_reference
 from .statements import string_continuation_rows
 
 IS_COMPILING_LAST_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"})
@@ -96,8 +96,8 @@ def is_compiling_guard(node: cst.CSTNode) -> bool:
     return last in IS_COMPILING_LAST_NAMES
 
 
-def _is_compiling_call(info: SourceInfo, stmt: cst.CSTNode, indent: str) -> Optional[tuple[str, str, str]]:
-    """(test, lines to write before the guard, applicability): the file's own is-compiling helper when it imports one
+def _is_compiling_call(info: SourceInfo, positions, stmt: cst.CSTNode, indent: str) -> Optional[tuple[str, str, list, str]]:
+    """(test, lines to write before the guard, edits elsewhere, applicability): the file's own is-compiling helper when it imports one
     (transformers' `is_torchdynamo_compiling()`, which also works on old torch), else
     `torch.compiler.is_compiling()`. A file that binds no `torch` at module level may be one
     that must import without torch (transformers' import_utils, which decides whether torch is
@@ -106,13 +106,13 @@ def _is_compiling_call(info: SourceInfo, stmt: cst.CSTNode, indent: str) -> Opti
     on a path the file keeps for torch without `torch.compiler.is_compiling` (< 2.3)."""
     helper = is_compiling_helper(info.module)
     if helper is not None:
-        return f"{helper}()", "", SAFE
+        return f"{helper}()", "", [], SAFE
     if _reserved_for_old_torch(info, stmt):
         return None
-    name = torch_name(info.module)
-    if name is not None:
-        return f"{name}.compiler.is_compiling()", "", SAFE
-    return "torch.compiler.is_compiling()", f"{indent}import torch{info.newline}", UNSAFE
+    if imports_torch(info.module):  # `import torch` next to the file's own torch imports
+        torch, import_edits = torch_reference(info, positions)
+        return f"{torch}.compiler.is_compiling()", "", import_edits, SAFE
+    return "torch.compiler.is_compiling()", f"{indent}import torch{info.newline}", [], UNSAFE
 
 
 # What a test or a `try` body names when it tells torch versions with `torch.compiler.is_compiling`
@@ -166,10 +166,11 @@ def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):
     applicability = SAFE
     if unit is None:
         unit = info.indent_unit
-        call = _is_compiling_call(info, stmt, indent)
+        call = _is_compiling_call(info, positions, stmt, indent)
         if call is None:
             return None
-        test, local_import, applicability = call
+        test, local_import, import_edits, applicability = call
+        edits += import_edits
         edits.append(insert_line_before(row, f"{local_import}{indent}if not {test}:{info.newline}"))
         message = f"Guard with `if not {test}:`"
         if local_import:

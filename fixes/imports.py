@@ -75,6 +75,18 @@ def torch_name(module: cst.Module) -> Optional[str]:
     return found
 
 
+def imports_torch(module: cst.Module) -> bool:
+    """Does the file import torch (or a part of it) at module level? Then one more
+    `import torch` there changes nothing about where the file can be imported."""
+    for line in _top_level_import_lines(module):
+        if _imports_torch_submodule(line):
+            return True
+        for small in line.body:
+            if isinstance(small, cst.Import) and any(_dotted(a.name) == "torch" for a in small.names):
+                return True
+    return False
+
+
 # Helpers a file may already import to ask "is Dynamo tracing?": `(module, name)`, module None
 # for any module (transformers' `is_torchdynamo_compiling`, which also works on old torch).
 IS_COMPILING_HELPERS = ((None, "is_torchdynamo_compiling"), ("torch.compiler", "is_compiling"))
