@@ -183,6 +183,10 @@ def rules_cmd(output_format):
     for r in rules:
         fix = {"safe": "[*]", "unsafe": "[u]", "sometimes": "[~]"}.get(r.fixable or "", "   ")
         click.echo(f"{r.code}  {fix}  {r.severity:<7}  {r.name:<32}  {r.summary}")
+    click.echo(
+        "\n[*] safe fix (`--fix`)   [u] unsafe fix (`--fix --unsafe-fixes`)   "
+        "[~] safe fix for some findings   (blank: no fix)"
+    )
 
 
 @main.command(name="rule")

@@ -3,7 +3,7 @@
 The convention: a model is a function with no required arguments that returns
 `(module, example_inputs)` (or a module alone when it needs no inputs, which verify cannot run).
 MODELS.py names them either in a `MODELS = {"name": function, ...}` dict of literal string keys and
-function names, or by defining (or importing) functions called `dynalint_<name>`. When both are
+callables (a function's name, a lambda, any expression), or by defining (or importing) functions called `dynalint_<name>`. When both are
 present, both are used; the dict wins on a name clash.
 
 Reading is static (ast) so that the CLI process never imports torch or the user's code; the
@@ -67,9 +67,10 @@ def _dict_entries(table: ast.Dict, defined: set[str]) -> list[ModelEntry]:
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             raise ModelsFileError(f"line {value.lineno}: MODELS keys must be string literals")
         if not isinstance(value, ast.Name):
-            raise ModelsFileError(
-                f"line {value.lineno}: MODELS[{key.value!r}] must name a function defined or imported in MODELS.py"
-            )
+            # Any other callable (a lambda, functools.partial(...), module.make_net): the verify
+            # child imports MODELS.py anyway and calls what the dict holds.
+            entries.append(ModelEntry(key.value, f"MODELS[{key.value!r}]", value.lineno))
+            continue
         if value.id not in defined:
             raise ModelsFileError(f"line {value.lineno}: MODELS[{key.value!r}] names {value.id!r}, which MODELS.py does not define")
         entries.append(ModelEntry(key.value, value.id, value.lineno))

@@ -243,3 +243,82 @@ def test_no_is_compiling_guard_on_a_path_kept_for_torch_without_it(tmp_path):
     assert [found[r]["fix"] for r in (20, 26, 28)] == [None, None, None]
     dynalint("check", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
     assert utils.read_text().count("is_compiling()") == 2  # the file's own call and deprecate's guard
+
+
+# -- smaller things users hit ---------------------------------------------------------------------
+
+
+def test_models_may_hold_any_callable_and_the_child_finds_it(tmp_path):
+    from dynalint.migrate_models import read_models
+    from dynalint.verify.loading import import_object
+
+    path = tmp_path / "MODELS.py"
+    path.write_text(
+        "import functools\n\ndef make(n):\n    return ('net', n)\n\n"
+        "MODELS = {'net': lambda: ('net', 4), 'part': functools.partial(make, 8), 'named': make}\n"
+    )
+    entries = read_models(path)
+    assert [(e.name, e.function) for e in entries] == [
+        ("net", "MODELS['net']"), ("part", "MODELS['part']"), ("named", "make")
+    ]
+    assert import_object(f"{path}::MODELS['net']", {})() == ("net", 4)
+    assert import_object(f"{path}::MODELS['part']", {})() == ("net", 8)
+
+
+def test_broken_toml_in_pyproject_is_an_error_like_a_broken_dynalint_toml(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.dynalint]\nignore = ["DYN101"\n')
+    (tmp_path / "m.py").write_text(GOOD)
+    result = dynalint("check", ".", cwd=tmp_path)
+    assert result.returncode == 2 and not result.stdout
+    assert result.stderr.decode().startswith("dynalint: error: invalid TOML in ")
+    # Someone else's broken pyproject.toml (no [tool.dynalint]) is not ours to judge.
+    (tmp_path / "pyproject.toml").write_text('[tool.black]\nline-length = \n')
+    assert dynalint("check", ".", cwd=tmp_path).returncode == 1
+
+
+def test_a_closed_pipe_ends_the_run_quietly(tmp_path):
+    for i in range(40):
+        (tmp_path / f"m{i}.py").write_text(GOOD)
+    proc = subprocess.run(
+        " ".join(["'" + a + "'" for a in [*__import__("tests.test_cli", fromlist=["CLI"]).CLI, "check", "-j", "1", "."]])
+        + " | head -2",
+        shell=True, cwd=tmp_path, capture_output=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("DYNALINT_")} | {"DYNALINT_NO_CACHE": "1"},
+    )
+    assert len(proc.stdout.decode().splitlines()) == 2
+    assert proc.stderr == b""
+
+
+def test_a_named_folder_inside_an_excluded_one_is_linted(tmp_path):
+    pkg = tmp_path / "lib" / "site-packages" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "m.py").write_text(GOOD)
+    result = dynalint("check", "--output-format", "concise", "site-packages/pkg", cwd=tmp_path / "lib")
+    assert result.returncode == 1 and b"site-packages/pkg/m.py:7:9: DYN101" in result.stdout
+
+
+def test_no_files_found_says_what_the_excludes_left_out(tmp_path):
+    for folder in ("build", "dist"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "m.py").write_text(GOOD)
+    result = dynalint("check", ".", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stderr.decode() == (
+        "dynalint: warning: no Python files found (2 folders left out by `exclude` / `extend-exclude`"
+        " (or the default excludes): build, dist)\n"
+    )
+
+
+def test_fix_leaves_read_only_files_alone(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(GOOD)
+    path.chmod(0o444)
+    result = dynalint("check", "--fix", ".", cwd=tmp_path)
+    assert result.returncode == 1
+    assert path.read_text() == GOOD and (path.stat().st_mode & 0o777) == 0o444
+    assert b"m.py is read-only; not written" in result.stderr
+
+
+def test_rules_listing_explains_its_marks(tmp_path):
+    out = dynalint("rules", cwd=tmp_path).stdout.decode()
+    assert "[*] safe fix" in out and "[u] unsafe fix" in out and "[~] safe fix for some findings" in out

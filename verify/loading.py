@@ -13,6 +13,7 @@ import importlib.util
 import inspect
 import linecache
 import os
+import re
 import sys
 from typing import Any, Optional
 
@@ -145,12 +146,23 @@ def import_object(target: str, overrides: dict[str, str]) -> Any:
         raise
     except USER_ERRORS as exc:
         raise StageError("import", f"cannot import {where}: {describe(exc)}") from exc
+    item = _ITEM.fullmatch(name)  # `MODELS['net']`: an entry of a dict (dynalint migrate)
     obj = module
-    for part in name.split("."):
+    for part in (item.group(1) if item else name).split("."):
         if not hasattr(obj, part):
             raise StageError("import", f"{where} has no attribute {name!r}")
         obj = getattr(obj, part)
+    if item is not None:
+        import ast
+
+        try:
+            obj = obj[ast.literal_eval(item.group(2))]
+        except (KeyError, TypeError, ValueError, SyntaxError) as exc:
+            raise StageError("import", f"{where} has no entry {name!r}") from exc
     return obj
+
+
+_ITEM = re.compile(r"([\w.]+)\[(.+)\]")
 
 
 def read_callable_spec(spec: str, overrides: dict[str, str], option: str = "--inputs") -> Any:
