@@ -90,6 +90,11 @@ class _Progress:
         self.label = label
         self.last = -1
 
+    def phase(self, label: str) -> None:
+        """A new stage (the cross-file rounds): its own count from zero."""
+        self.label = label
+        self.last = -1
+
     def __call__(self, done: int, total: int) -> None:
         if not self.enabled or total < 50:
             return

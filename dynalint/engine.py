@@ -398,7 +398,7 @@ def analyze_files(
                 rounds = trace["rounds"] if trace is not None else None
                 visited = trace.setdefault("visited", Visited()) if trace is not None else None
                 summaries, project = _apply_external_hints(
-                    summaries, work, runner, run_cache, final_keys, trace=rounds, visited=visited
+                    summaries, work, runner, run_cache, final_keys, trace=rounds, visited=visited, progress=progress
                 )
                 if record is not None:
                     record.store_final([final_keys[f.display] for f in files])
@@ -501,6 +501,7 @@ def _apply_external_hints(
     rounds: int = 3,
     trace: Optional[dict] = None,
     visited: Optional[set] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
 ) -> list:
     """Analyse again the files that learn from other files: tensors passed to their functions,
     tensors returned by the functions they import; a few rounds cover helpers calling helpers.
@@ -516,7 +517,7 @@ def _apply_external_hints(
     index = {s.filename: i for i, s in enumerate(summaries)}
     used: dict[str, dict] = {}
     project: Optional[Project] = None
-    for _ in range(rounds):
+    for round_number in range(1, rounds + 1):
         batch = []
         with _gc_paused():
             if project is None:
@@ -533,7 +534,10 @@ def _apply_external_hints(
             results, misses, keys = _cached_results(batch, run_cache)
         if final_keys is not None:
             final_keys.update(keys)
-        results.update(_analyze_missing(runner, misses, keys, run_cache))
+        if progress is not None and hasattr(progress, "phase"):
+            # A cold run on a big tree analyses hundreds of files again here: say so.
+            progress.phase(f"dynalint: cross-file round {round_number}")
+        results.update(_analyze_missing(runner, misses, keys, run_cache, progress if misses else None))
         with _gc_paused():
             for item in batch:
                 i = index[item[0]]

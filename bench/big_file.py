@@ -1,0 +1,115 @@
+"""Cost of one big file: wall time, CPU time and peak memory of `dynalint check` on one generated
+model file of N lines (many classes, each with an `__init__`, a helper and a `forward` holding a
+print, a logging call and a tensor branch: findings in every class, as in real model files).
+
+Per-file cost should grow linearly: the CPU seconds per 10k lines should stay about the same from
+10k to 200k lines.
+
+    python bench/big_file.py                       # 10k, 20k, 50k lines
+    python bench/big_file.py --lines 200000        # one size
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HEADER = (
+    "import logging\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+    "logger = logging.getLogger(__name__)\n"
+)
+
+BLOCK = '''
+
+class Block{i}(nn.Module):
+    """Block {i}."""
+
+    def __init__(self, dim, heads=8, dropout=0.1):
+        super().__init__()
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = nn.Linear(dim, dim)
+        self.o = nn.Linear(dim, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.drop = nn.Dropout(dropout)
+        self.heads = heads
+        self.register_buffer("scale", torch.tensor(dim ** -0.5))
+
+    def _split(self, t):
+        b, n, d = t.shape
+        return t.view(b, n, self.heads, d // self.heads).transpose(1, 2)
+
+    def forward(self, x, mask=None):
+        h = self.norm(x)
+        q, k, v = self._split(self.q(h)), self._split(self.k(h)), self._split(self.v(h))
+        att = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        if mask is not None:
+            att = att.masked_fill(mask == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        if att.isnan().any():
+            logger.warning("nan in block {i}")
+        out = torch.matmul(self.drop(att), v)
+        out = out.transpose(1, 2).reshape(x.shape)
+        print(out.shape)
+        return x + self.o(out)
+'''
+
+
+def model_file(lines: int) -> str:
+    parts = [HEADER]
+    count = HEADER.count("\n")
+    i = 0
+    while count < lines:
+        block = BLOCK.format(i=i)
+        parts.append(block)
+        count += block.count("\n")
+        i += 1
+    return "".join(parts)
+
+
+def measure(path: Path, jobs: int) -> tuple[float, float, int, int]:
+    """(wall s, CPU s, peak RSS MiB, findings) of one cold `dynalint check` of path."""
+    cli = "import sys; from dynalint.cli import main; sys.exit(main())"
+    cmd = [sys.executable, "-c", cli, "check", "--no-cache", "-j", str(jobs), "--output-format", "json", str(path)]
+    env = {**os.environ, "DYNALINT_NO_CACHE": "1"}
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"dynalint exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+        out.seek(0)
+        import json
+
+        findings = len(json.loads(out.read().decode()))
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, findings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", type=int, action="append", help="file sizes in lines (repeatable)")
+    parser.add_argument("-j", "--jobs", type=int, default=1)
+    args = parser.parse_args()
+    sizes = args.lines or [10_000, 20_000, 50_000]
+    print(f"{'lines':>8} {'MB':>6} {'wall s':>8} {'CPU s':>8} {'CPU s/10k':>10} {'peak MiB':>9} {'findings':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for lines in sizes:
+            path = Path(tmp) / f"model_{lines}.py"
+            text = model_file(lines)
+            path.write_text(text)
+            wall, cpu, rss, findings = measure(path, args.jobs)
+            print(
+                f"{lines:>8} {len(text) / 1e6:>6.2f} {wall:>8.1f} {cpu:>8.1f} {cpu / lines * 1e4:>10.2f} {rss:>9} {findings:>9}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
