@@ -115,9 +115,11 @@ def _is_compiling_call(info: SourceInfo, positions, stmt: cst.CSTNode, indent: s
     return "torch.compiler.is_compiling()", f"{indent}import torch{info.newline}", [], UNSAFE
 
 
-# What a test or a `try` body names when it tells torch versions with `torch.compiler.is_compiling`
-# (2.3 and later) from those without it: the function itself, `torch.compiler`, a version.
+# What a test names when it tells torch versions with `torch.compiler.is_compiling` (2.3 and
+# later) from those without it: the function itself, `torch.compiler`, a version; and what a
+# `try` body calls when its `except` is the fallback for torch without it.
 _OLD_TORCH_TEST = re.compile(r"is_compiling|torch\.compiler|\b_dynamo\b|version|VERSION")
+_OLD_TORCH_TRY = re.compile(r"is_compiling|torch\.compiler|\b_dynamo\b")
 
 
 def _reserved_for_old_torch(info: SourceInfo, stmt: cst.CSTNode) -> bool:
@@ -130,17 +132,17 @@ def _reserved_for_old_torch(info: SourceInfo, stmt: cst.CSTNode) -> bool:
         parent = info.parent(node)
         if parent is None or isinstance(parent, cst.Module):
             return False
-        if isinstance(parent, cst.If) and node is not parent.test and _names_old_torch(info, parent.test):
+        if isinstance(parent, cst.If) and node is not parent.test and _names(info, parent.test, _OLD_TORCH_TEST):
             return True
         if isinstance(parent, cst.ExceptHandler):
             owner = info.parent(parent)
-            if isinstance(owner, cst.Try) and _names_old_torch(info, owner.body):
+            if isinstance(owner, cst.Try) and _names(info, owner.body, _OLD_TORCH_TRY):
                 return True
         node = parent
 
 
-def _names_old_torch(info: SourceInfo, node: cst.CSTNode) -> bool:
-    return _OLD_TORCH_TEST.search(info.module.code_for_node(node)) is not None
+def _names(info: SourceInfo, node: cst.CSTNode, pattern: re.Pattern) -> bool:
+    return pattern.search(info.module.code_for_node(node)) is not None
 
 
 def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):

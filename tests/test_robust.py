@@ -322,3 +322,15 @@ def test_fix_leaves_read_only_files_alone(tmp_path):
 def test_rules_listing_explains_its_marks(tmp_path):
     out = dynalint("rules", cwd=tmp_path).stdout.decode()
     assert "[*] safe fix" in out and "[u] unsafe fix" in out and "[~] safe fix for some findings" in out
+
+
+def test_an_except_branch_of_unrelated_code_still_gets_its_guard(tmp_path):
+    # `version=1` in the try body is no torch-version test: the guard is offered.
+    (tmp_path / "m.py").write_text(
+        "import logging\nimport torch\nfrom torch import nn\n\nlogger = logging.getLogger(__name__)\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        try:\n"
+        "            kernel = get_kernel('cv-utils', version=1)\n"
+        "        except Exception:\n            logger.warning('no kernel')\n        return x\n"
+    )
+    [finding] = _findings(_check(tmp_path, 1))
+    assert finding["code"] == "DYN103" and finding["fix"]["applicability"] == "safe"
