@@ -782,8 +782,9 @@ def test_calls_not_made_once_in_both_branches_in_one_order_are_not_hoisted():
                 return self.a(x) + 1 if x.sum() > 0 else self.a(x) - 1
         """
     )
-    assert result.text == result.original
-    assert [f.code for f in result.remaining] == ["DYN120"] * 4
+    # No `torch.where`: the `if` statements become `torch.cond`, the expression keeps its finding.
+    assert "torch.where" not in result.text and result.text.count("torch.cond(") == 3
+    assert [f.code for f in result.remaining] == ["DYN120"]
 
 
 def test_raise_on_a_tensor_test_becomes_assert_async():
@@ -858,8 +859,10 @@ def test_raise_with_other_work_else_elif_or_cause_gets_no_check():
     assert [f.code for f in result.remaining] == ["DYN120"] * 6
 
 
-def test_branches_with_side_effects_or_elif_get_no_fix():
-    result = fixed(
+def test_branches_with_other_work_become_torch_cond_and_elif_gets_none():
+    """Random draws or several statements: not a `where` (both sides would run), a `torch.cond`
+    (only the taken branch runs). A variable read then assigned is an operand."""
+    assert_fixes(
         """
         import torch
 
@@ -877,10 +880,68 @@ def test_branches_with_side_effects_or_elif_get_no_fix():
                 x = x * 2
                 x = x + 1
             return x
+        """,
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            def x_if_true(x):
+                x = x + torch.randn_like(x)
+                return x
+            def x_if_false(x):
+                x = x - 1
+                return x
+            x = torch.cond(x.sum() > 0, x_if_true, x_if_false, (x,))
+            if x.dim() == 3:
+                x = x + 1
+            elif x.sum() > 0:
+                x = x * 2
+            def x_if_true(x):
+                x = x * 2
+                x = x + 1
+                return x
+            def x_if_false(x):
+                return x.clone()
+            x = torch.cond(x.mean() > 0, x_if_true, x_if_false, (x,))
+            return x
+        """,
+    )
+
+
+def test_branches_torch_cond_cannot_take_get_no_fix():
+    result = fixed(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, cache=None):
+                y = x * 2
+                if y.sum() > 0:
+                    y += 1  # in place
+                if y.mean() > 0:
+                    self.count = y  # state
+                    y = y * 2
+                if y.max() > 0:
+                    z = y.clone()
+                    z.add_(1)
+                    y = z
+                if y.min() > 0:
+                    self.seen.append(y)
+                    y = y - 1
+                if y.var() > 0:
+                    y = y + cache
+                if y.amax() > 0:
+                    for i in range(2):
+                        y = y * i
+                if y.amin() > 0:
+                    w = y * 3
+                return y, w
         """
     )
     assert result.text == result.original
-    assert [f.code for f in result.remaining] == ["DYN120"] * 3
+    assert {f.code for f in result.remaining} == {"DYN120"} and all(f.fix is None for f in result.remaining)
 
 
 # --------------------------------------------------------------------------------------------

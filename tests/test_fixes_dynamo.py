@@ -48,6 +48,7 @@ def _build(mod, cls: str, seed: int = 0):
         ("print_in_forward.py", "PrintInForward"),
         ("scalars_and_masks.py", "ScalarsAndMasks"),
         ("shared_call_if.py", "SharedCallIf"),
+        ("cond_branches.py", "CondBranches"),
     ],
 )
 def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_path, monkeypatch):
@@ -67,7 +68,7 @@ def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_
         torch.manual_seed(seed)
         return model(x)
 
-    for seed in range(1, 9):  # both signs of the BadIf and SharedCallIf conditions come up
+    for seed in range(1, 9):  # both signs of each fixture's conditions come up
         torch.manual_seed(seed)
         x = torch.randn(4, 16)
         torch.testing.assert_close(same_draws(fixed, x, seed), same_draws(original, x, seed))

@@ -40,6 +40,15 @@ return torch.where(condition, h_out + 1, h_out - 1)
 The call runs once either way, after the condition, so its random draws and updates happen as
 before; it is hoisted only when everything else in both branches is side-effect free.
 
+Branches with other work (several statements, calls that must not run twice, random draws)
+become `torch.cond` over two local functions that return what the code after the `if` reads (the
+variables the branches assign, or the value both return); a variable a branch reads and
+reassigns is passed as an operand, an output that may be an input or a view of one is
+`.clone()`d (`torch.cond` refuses aliases). Only branches of plain assignments to names (and a
+final `return`) with tensor outputs qualify: no in-place updates, attribute stores, prints,
+loops or nested branches. `torch.cond` needs both branches' outputs to agree in shape, dtype and
+stride order, else it raises at the first call: run `dynalint verify` on the result.
+
 A check that only raises, `if (x == 0).any(): raise ValueError("zeros")` (also `if not t:` and
 `if flag and t:`), becomes `torch._assert_async(torch.logical_not((x == 0).any()), "ValueError:
 zeros")`, which Dynamo keeps in the graph. It raises a RuntimeError instead of the original
@@ -50,6 +59,7 @@ context unusable: right for checks of programming errors, not for exceptions tha
 import libcst as cst
 
 from dynalint.fixes.checks import raise_check_fix
+from dynalint.fixes.cond import cond_fix
 from dynalint.fixes.where import where_fix
 
 from ..rule import BREAKS, CLEAN, Example, Rule
@@ -98,7 +108,7 @@ class TensorControlFlow(Rule):
                 return  # the operands are checked on their own
             if _is_tensor_condition(test, ctx):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
-                fix = where_fix(ctx, test, self.code) or raise_check_fix(ctx, test, self.code)
+                fix = where_fix(ctx, test, self.code) or raise_check_fix(ctx, test, self.code) or cond_fix(ctx, test, self.code)
                 ctx.report(self, test, MESSAGE.format(what=what), fix=fix)
         elif type(node) is cst.BooleanOperation:
             op = "and" if type(node.operator) is cst.And else "or"
@@ -120,7 +130,11 @@ class TensorControlFlow(Rule):
                 return
             if type(node.operator) is cst.Not and type(node.expression) is not cst.BooleanOperation:
                 if _is_tensor_condition(node.expression, ctx):
-                    fix = where_fix(ctx, node.expression, self.code) or raise_check_fix(ctx, node.expression, self.code)
+                    fix = (
+                        where_fix(ctx, node.expression, self.code)
+                        or raise_check_fix(ctx, node.expression, self.code)
+                        or cond_fix(ctx, node.expression, self.code)
+                    )
                     ctx.report(self, node.expression, MESSAGE.format(what="`not`"), fix=fix)
         elif type(node) is cst.Call:
             if type(node.func) is cst.Name and node.func.value in ("all", "any") and len(node.args) == 1:
@@ -208,6 +222,26 @@ class TensorControlFlow(Rule):
         ),
     )
     invalid = invalid + (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.a = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    if x.sum() > 0:  # expect: DYN120
+                        y = self.a(x)
+                        y = y * 2
+                    else:
+                        y = x - 1
+                    return y
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             """
             import torch
