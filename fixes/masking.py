@@ -13,8 +13,14 @@ selected with a Python number, so mask and values have the same shape; the selec
 summed either way and the rest contribute exact zeros (NaN compares False, so it is dropped in
 both). Unsafe all the same: the float summation order differs, so the last bits may too.
 
+A full `.mean()` of such a selection becomes the masked sum over the mask's count,
+`torch.where(x > 0, x, 0).sum() / (x > 0).sum()`; an empty selection gives nan either way (0 / 0).
+Unsafe besides the summation order: an integer `x` makes `x[m].mean()` raise, the rewrite returns
+a float; in float16 the sum can overflow where the mean would not. `.max()` / `.min()` get no fix: of an empty selection they raise, a filled reduction
+would return the fill value.
+
 Everything else gets no fix: `x[mask]` where the mask comes from elsewhere may index leading
-dimensions only (broadcasting would differ), `.mean()` divides by the selected count,
+dimensions only (broadcasting would differ),
 `x[m.nonzero()]` (no `as_tuple`) indexes rows, and indices used any other way (MoE routing,
 `index_add`, gathers) have a length that is the data-dependent count itself, which no
 static-shape arithmetic reproduces.
@@ -41,12 +47,15 @@ def mask_fix(ctx, node: cst.CSTNode, code: str = "DYN130"):
     info = source_info(ctx.module, ctx.fn)
     node = _indexed_by(info, ctx, node) or node
     picked = _selection(ctx, node)
-    if picked is None or not _only_summed(info, node):
+    reduction = _reduction(info, node)
+    if picked is None or reduction is None:
         return None
     values, mask = picked
     if not _elementwise_mask_of(ctx, mask, values) or not pure(values, ctx):
         return None
-    return guarded(code, lambda positions, module: _rewrite(info, positions, node, values, mask))
+    if reduction == "sum":
+        return guarded(code, lambda positions, module: _rewrite(info, positions, node, values, mask))
+    return guarded(code, lambda positions, module: _rewrite_mean(info, positions, node, values, mask))
 
 
 def _selection(ctx, node: cst.CSTNode) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
@@ -94,13 +103,15 @@ def _indexed_by(info: SourceInfo, ctx, call: cst.CSTNode) -> Optional[cst.Subscr
     return subscript if subscript.slice[0] is element else None
 
 
-def _only_summed(info: SourceInfo, node: cst.CSTNode) -> bool:
-    """node is the receiver of a full `.sum()` (no dim, no dtype)."""
+def _reduction(info: SourceInfo, node: cst.CSTNode) -> Optional[str]:
+    """"sum" / "mean" when node is the receiver of a full `.sum()` / `.mean()` (no dim, no dtype)."""
     attr = info.parent(node)
-    if not (isinstance(attr, cst.Attribute) and attr.value is node and attr.attr.value == "sum"):
-        return False
+    if not (isinstance(attr, cst.Attribute) and attr.value is node and attr.attr.value in ("sum", "mean")):
+        return None
     call = info.parent(attr)
-    return isinstance(call, cst.Call) and call.func is attr and not call.args
+    if isinstance(call, cst.Call) and call.func is attr and not call.args:
+        return attr.attr.value
+    return None
 
 
 def _same_code(a: cst.CSTNode, b: cst.CSTNode) -> bool:
@@ -125,3 +136,15 @@ def _rewrite(info: SourceInfo, positions, node, values, mask):
     torch, import_edits = torch_reference(info, positions)
     text = f"{torch}.where({info.text(positions, mask)}, {info.text(positions, values)}, 0)"
     return make_fix(UNSAFE, f"Sum with `{torch}.where(mask, x, 0)` instead of selecting", import_edits + [replace_node(positions, node, text)])
+
+
+def _rewrite_mean(info: SourceInfo, positions, node, values, mask):
+    """`x[m].mean()` -> `torch.where(m, x, 0).sum() / (m).sum()`: the sum of the selected values
+    over their count; an empty selection gives 0 / 0 = nan, as the mean of nothing does."""
+    torch, import_edits = torch_reference(info, positions)
+    call = info.parent(info.parent(node))
+    m = info.text(positions, mask)
+    text = f"{torch}.where({m}, {info.text(positions, values)}, 0).sum() / ({m}).sum()"
+    if not isinstance(info.parent(call), (cst.Assign, cst.Return, cst.Arg, cst.AnnAssign)):
+        text = f"({text})"
+    return make_fix(UNSAFE, f"Average with `{torch}.where(mask, x, 0)` over the mask's count instead of selecting", import_edits + [replace_node(positions, call, text)])

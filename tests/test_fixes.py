@@ -959,13 +959,18 @@ def test_masked_sum_becomes_where_only_when_equivalent():
             b = torch.masked_select(x, 0.5 <= x).sum()
             c = x[x > 0].mean()
             d = x[mask > 0].sum()
-            return a + b + c + d
+            e = x[x < 0].max()
+            return a + b + c + d + e + 2 * x[x != 0].mean(), x[x > 1].mean(0)
         """
     )
     assert "a = torch.where(x > 0, x, 0).sum()" in result.text
     assert "b = torch.where(0.5 <= x, x, 0).sum()" in result.text
-    assert "c = x[x > 0].mean()" in result.text and "d = x[mask > 0].sum()" in result.text
-    assert [f.code for f in result.remaining] == ["DYN130", "DYN130"]
+    assert "c = torch.where(x > 0, x, 0).sum() / (x > 0).sum()" in result.text
+    assert "2 * (torch.where(x != 0, x, 0).sum() / (x != 0).sum())," in result.text
+    # a mask from elsewhere; max of an empty selection raises; mean over a dim
+    assert "d = x[mask > 0].sum()" in result.text and "e = x[x < 0].max()" in result.text
+    assert "x[x > 1].mean(0)" in result.text
+    assert [f.code for f in result.remaining] == ["DYN130"] * 3
 
 
 def test_indices_of_a_mask_used_only_to_index_a_sum_become_where():
@@ -987,10 +992,11 @@ def test_indices_of_a_mask_used_only_to_index_a_sum_become_where():
     )
     for name, mask in (("a", "x > 0"), ("b", "x > 0"), ("c", "0 < x")):
         assert f"    {name} = torch.where({mask}, x, 0).sum()\n" in result.text
-    # Index rows (no as_tuple), other values, a mask from elsewhere, a mean: no fix.
-    for kept in ("x[torch.nonzero(x > 0)].sum()", "y[torch.where(x > 0)].sum()", "x[torch.where(mask)].sum()", "x[torch.where(x > 0)].mean()"):
+    assert "    h = torch.where(x > 0, x, 0).sum() / (x > 0).sum()\n" in result.text
+    # Index rows (no as_tuple), other values, a mask from elsewhere: no fix.
+    for kept in ("x[torch.nonzero(x > 0)].sum()", "y[torch.where(x > 0)].sum()", "x[torch.where(mask)].sum()"):
         assert kept in result.text
-    assert [(f.code, f.fix) for f in result.remaining] == [("DYN130", None)] * 4
+    assert [(f.code, f.fix) for f in result.remaining] == [("DYN130", None)] * 3
 
 
 # --------------------------------------------------------------------------------------------

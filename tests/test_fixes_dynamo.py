@@ -138,3 +138,21 @@ def test_fixed_raise_check_still_raises_eager_and_compiled(tmp_path):
         torch.testing.assert_close(run(torch.ones(4)), torch.full((4,), 3.0))
         with pytest.raises(RuntimeError, match="y must be positive"):
             run(-torch.ones(4))
+
+
+@pytest.mark.torch
+def test_fixed_masked_mean_of_an_empty_selection_is_nan_as_before(tmp_path):
+    import torch
+
+    source = (
+        "import torch\n"
+        "class Mean(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x[x > 0].mean()\n"
+    )
+    result = fix_source(source, "mean.py", ALL, unsafe=True)
+    assert "torch.where(x > 0, x, 0).sum() / (x > 0).sum()" in result.text and not result.remaining
+    original, fixed = _import_text(source, tmp_path).Mean(), _import_text(result.text, tmp_path).Mean()
+    for x in (torch.randn(5, 7), -torch.ones(3), torch.tensor([0.5, float("nan"), -1.0])):
+        torch.testing.assert_close(fixed(x), original(x), equal_nan=True)
+    assert torch.isnan(fixed(-torch.ones(3)))

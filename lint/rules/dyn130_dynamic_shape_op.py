@@ -20,6 +20,10 @@ def forward(self, x):
 ## Use instead
 Keep the shape static with masking arithmetic: `(x * (x > 0)).sum()` or
 `torch.where(x > 0, x, 0).sum()`; `torch.nonzero_static(x, size=k)` when an upper bound is known.
+The unsafe autofix rewrites a full `.sum()` or `.mean()` of `x[x > 0]` (a mask comparing the
+selected values with a number): `torch.where(x > 0, x, 0).sum()`, and for the mean divided by
+`(x > 0).sum()` (an empty selection is nan either way). `x[mask] = v` is not reported: Dynamo
+traces assignment through a mask (probed on torch 2.13).
 """
 
 import libcst as cst
@@ -42,6 +46,11 @@ DYNAMIC_FUNCS = frozenset(
     }
 )
 DYNAMIC_METHODS = frozenset({"nonzero", "masked_select", "argwhere", "bincount"})
+# What a human can do where no autofix applies.
+ADVICE = (
+    "; keep shapes static: mask instead (`torch.where(mask, x, 0)`), `torch.nonzero_static(m, size=k)` "
+    "with a known bound, or for expert routing run each expert on all tokens weighted by its mask"
+)
 
 
 class DynamicShapeOp(Rule):
@@ -59,7 +68,7 @@ class DynamicShapeOp(Rule):
         if type(node) is cst.Call:
             q = ctx.call_name(node)
             if q in DYNAMIC_FUNCS:
-                ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph", fix=mask_fix(ctx, node, self.code))
+                ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=mask_fix(ctx, node, self.code))
             elif q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value):
                 ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output shape and breaks the graph")
             elif q == "torch.where" and len(node.args) == 1:
@@ -69,7 +78,7 @@ class DynamicShapeOp(Rule):
                 and node.func.attr.value in DYNAMIC_METHODS
                 and ctx.is_tensor(node.func.value)
             ):
-                ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph", fix=mask_fix(ctx, node, self.code))
+                ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=mask_fix(ctx, node, self.code))
             return
         # x[mask] with a boolean tensor mask, read (not assigned).
         if ctx.storing or not ctx.is_tensor(node.value):
