@@ -31,13 +31,13 @@ from dynalint.findings import UNSAFE, Edit
 
 from .base import SourceInfo, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
-from .where import _mentions_numpy
+from .where import _mentions_numpy, definite_tensor_test
 
 
 def raise_check_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
     """A fix for `if <tensor test>: raise ...` (reported: the tensor test or the operand of its
     `not`, or the tensor operand of `<flag> and <tensor test>`)."""
-    if ctx.probe_only or _mentions_numpy(reported, ctx):  # _assert_async takes tensors
+    if ctx.probe_only or _mentions_numpy(reported, ctx) or not definite_tensor_test(reported, ctx):  # _assert_async takes tensors
         return None
     info = source_info(ctx.module, ctx.fn)
     plan = _plan(info, ctx, reported)

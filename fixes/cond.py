@@ -38,9 +38,12 @@ from .base import SourceInfo, guarded, make_fix, source_info
 from .imports import torch_reference
 from .purity import IMPURE_METHODS
 from .variables import may_be_none, variable_names
-from .where import _fresh, _mentions_numpy, _names_in
+from .where import _fresh, _mentions_numpy, _names_in, definite_tensor_test
 
 TENSOR_KINDS = ("T", "B", "P")
+NOT_IN_BRANCHES = frozenset(
+    "print breakpoint input exec eval setattr delattr int float bool complex round str repr format".split()
+)
 # Results that are new tensors: outputs of any other expression may alias an input (`x.view(..)`,
 # an `nn.Identity` or eval-mode dropout call returns its input) and are cloned.
 FRESH_OPERATORS = (cst.BinaryOperation, cst.UnaryOperation)
@@ -55,7 +58,7 @@ VIEW_FUNCTIONS = frozenset(
 
 
 def cond_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
-    if ctx.probe_only or _mentions_numpy(reported, ctx):
+    if ctx.probe_only or _mentions_numpy(reported, ctx) or not definite_tensor_test(reported, ctx):
         return None
     info = source_info(ctx.module, ctx.fn)
     plan = _plan(info, ctx, reported)
@@ -259,7 +262,8 @@ def _effect_free_calls(ctx, value: cst.CSTNode) -> bool:
             return False
         if isinstance(node, cst.Call):
             func = node.func
-            if isinstance(func, cst.Name) and func.value in ("print", "breakpoint", "input", "exec", "eval", "setattr", "delattr"):
+            # Conversions to Python values are `.item()` calls inside the branch (an error there).
+            if isinstance(func, cst.Name) and func.value in NOT_IN_BRANCHES:
                 return False
             if isinstance(func, cst.Attribute):
                 method = func.attr.value

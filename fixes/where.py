@@ -348,3 +348,42 @@ def _text_with(info: SourceInfo, positions, node: cst.CSTNode, replacements: lis
 
 def _argument(info: SourceInfo, positions, node) -> str:
     return node if isinstance(node, str) else info.text(positions, node)
+
+
+# Methods of tensors (not of Python numbers or sequences): calling one on a presumed tensor is
+# the author's evidence that it is a tensor.
+TENSOR_EVIDENCE_METHODS = frozenset(
+    """
+    any all sum mean max min amax amin std var abs isnan isinf isfinite isneginf isposinf norm
+    float long int bool half bfloat16 to eq ne gt lt ge le logical_not logical_and logical_or diff
+    prod cumsum argmax argmin count_nonzero
+    """.split()
+)
+
+
+def definite_tensor_test(node: cst.BaseExpression, ctx) -> bool:
+    """Is node computed from a tensor for sure: a value the lint knows to be a tensor (not merely
+    a presumed one, an unannotated parameter: kinds.P), a torch function of a tensor, or a tensor
+    method called on it? A fix that wraps the test in a torch call must not fire on Python numbers
+    (`if no_recycles < 0: raise`, an aspect ratio of ints)."""
+    if ctx.is_definite_tensor(node) and not isinstance(node, (cst.Comparison, cst.BinaryOperation, cst.UnaryOperation)):
+        if isinstance(node, cst.Name) or not ctx.is_numpy(node):
+            return True
+    if isinstance(node, cst.Comparison):
+        return any(definite_tensor_test(n, ctx) for n in [node.left] + [c.comparator for c in node.comparisons])
+    if isinstance(node, cst.BinaryOperation):
+        return definite_tensor_test(node.left, ctx) or definite_tensor_test(node.right, ctx)
+    if isinstance(node, cst.UnaryOperation):
+        return definite_tensor_test(node.expression, ctx)
+    if isinstance(node, (cst.Subscript, cst.Attribute)):
+        return definite_tensor_test(node.value, ctx)
+    if isinstance(node, cst.Call):
+        func = node.func
+        q = ctx.qualname(func) or ""
+        if q.startswith("torch."):
+            return any(ctx.is_tensor(a.value) for a in node.args)
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in TENSOR_EVIDENCE_METHODS and ctx.is_tensor(func.value):
+                return True
+            return definite_tensor_test(func.value, ctx)
+    return False

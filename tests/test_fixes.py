@@ -828,6 +828,31 @@ def test_raise_on_a_tensor_test_becomes_assert_async():
     )
 
 
+def test_tests_on_presumed_tensors_get_no_assert_or_cond():
+    """esmfold's `if no_recycles < 0: raise` (an unannotated parameter, presumed a tensor by the
+    lint) must not become `torch._assert_async(torch.logical_not(no_recycles < 0))`, a TypeError
+    for an int; nor llava's aspect-ratio branch on numbers a `torch.cond`."""
+    result = fixed(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, steps, ratio):
+                if steps < 0:
+                    raise ValueError("negative")
+                if ratio > 1.0:
+                    y = x[:, :2]
+                    y = y * 2
+                else:
+                    y = x * 2
+                return y
+        """
+    )
+    assert result.text == result.original
+    assert all(f.fix is None for f in result.remaining)
+
+
 def test_raise_with_other_work_else_elif_or_cause_gets_no_check():
     result = fixed(
         """
