@@ -131,6 +131,8 @@ def test_verify_reconciles_every_outcome():
         assert b["code"] or any(m["lineno"] == b["lineno"] for m in report["missed"])
     pid_line = line_of(path, "pid = os.getpid()")
     assert any(b["lineno"] == pid_line for b in report["before"]["break_reasons"])
+    # The confirmed tensor branch broke with the GB code DYN120 predicts on the installed torch.
+    assert report["gb_codes"]["compared"] >= 1 and report["gb_codes"]["matched"] >= 1
 
 
 @pytest.mark.torch
@@ -349,6 +351,23 @@ def test_text_and_markdown_show_the_same_tables():
     assert "| compiled after | 0.400 | 0.390-0.410 | 2.00 |" in md
     assert "Speedup of the fixes: 3.00x (95% interval 2.90-3.10): faster." in md
     assert json.loads(render(SAMPLE_REPORT, "json")) == SAMPLE_REPORT
+
+
+def test_predicted_and_observed_gb_codes_are_reconciled():
+    from dynalint.verify.reconcile import gb_reconciliation
+
+    findings = [dict(SAMPLE_REPORT["findings"][0]),
+                {"code": "DYN105", "filename": "m.py", "row": 14, "gb_predicted": ["GB0007"],
+                 "gb_observed": ["GB0147"], "gb_match": False},
+                {"code": "DYN101", "filename": "m.py", "row": 20, "gb_predicted": ["GB0007"]}]  # no break seen
+    gb = gb_reconciliation(findings)
+    assert gb == {"compared": 2, "matched": 1, "differed": [
+        {"code": "DYN105", "where": "m.py:14", "predicted": ["GB0007"], "observed": ["GB0147"]}]}
+    report = {**SAMPLE_REPORT, "gb_codes": gb}
+    line = "GB codes: 1 of 2 confirmed findings broke with a code their rule predicts; " \
+           "differed: DYN105 at m.py:14 predicted GB0007, Dynamo gave GB0147."
+    assert line in render(report, "text") and line in render(report, "markdown")
+    assert "GB codes:" not in render({**SAMPLE_REPORT, "gb_codes": gb_reconciliation([])}, "text")
 
 
 # --------------------------------------------------------------------------------------------

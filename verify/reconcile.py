@@ -156,6 +156,15 @@ def _gb_predicted(code: str) -> list[str]:
     return [gb_id for gb_id, _ in getattr(rule, "gb_types", ())] if rule is not None else []
 
 
+def gb_reconciliation(findings: list[dict]) -> dict:
+    """Predicted vs observed GB codes over the findings Dynamo confirmed with a coded break:
+    {"compared": n, "matched": m, "differed": [{"code", "where", "predicted", "observed"}]}."""
+    compared = [f for f in findings if f.get("gb_observed") and f.get("gb_predicted")]
+    differed = [{"code": f["code"], "where": f"{f['filename']}:{f['row']}", "predicted": f["gb_predicted"],
+                 "observed": f["gb_observed"]} for f in compared if not f.get("gb_match")]
+    return {"compared": len(compared), "matched": len(compared) - len(differed), "differed": differed}
+
+
 def recompile_guards(result: dict) -> list[tuple[str, int]]:
     """(real path, line) of every guard failure behind a recompile Dynamo logged."""
     events = list(result.get("recompile_events") or ()) + list(result.get("recompile_reasons") or ())

@@ -94,6 +94,20 @@ def _fixes_line(report: dict) -> Optional[str]:
     return line + "."
 
 
+def _gb_line(report: dict) -> Optional[str]:
+    """How the rules' predicted GB codes compare with the codes Dynamo gave the confirmed breaks."""
+    gb = report.get("gb_codes")
+    if not gb or not gb["compared"]:
+        return None
+    line = (f"GB codes: {gb['matched']} of {gb['compared']} confirmed finding{'s' if gb['compared'] != 1 else ''} "
+            "broke with a code their rule predicts")
+    if gb["differed"]:
+        line += "; differed: " + ", ".join(
+            f"{d['code']} at {d['where']} predicted {'/'.join(d['predicted'])}, Dynamo gave {'/'.join(d['observed'])}"
+            for d in gb["differed"])
+    return line + "."
+
+
 def _iqr(arm: Optional[dict]) -> str:
     return "-" if not arm else f"{arm['q1_ms']:.3f}-{arm['q3_ms']:.3f}"
 
@@ -200,6 +214,7 @@ def render_text(report: dict) -> str:
     if report["findings"]:
         out += ["", "Findings in the compile region:"] + _table(["status", "where", "code", "GB seen", "message"],
                                                                 _finding_rows(report))
+        out += ["  " + _gb_line(report)] if _gb_line(report) else []
     if report["missed"]:
         out += ["", "Missed (Dynamo broke, no finding):"] + _table(["where", "GB", "reason"], _missed_rows(report))
     out += ["", _outputs_line(report)]
@@ -244,6 +259,7 @@ def render_markdown(report: dict) -> str:
     if report["findings"]:
         out += ["", "Findings in the compile region:", ""]
         out += _md_table(["status", "where", "code", "GB seen", "message"], _finding_rows(report))
+        out += ["", _gb_line(report)] if _gb_line(report) else []
     if report["missed"]:
         out += ["", "Missed (Dynamo broke, no finding):", ""] + _md_table(["where", "GB", "reason"], _missed_rows(report))
     out += ["", _outputs_line(report)]

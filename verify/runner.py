@@ -278,7 +278,8 @@ def verify(
     Returns the report (the JSON shape `dynalint verify --output-format json` prints). Raises
     VerifyError for failures of the user's code (import, construction, inputs, forward, timeout).
     """
-    from dynalint.verify.reconcile import all_breaks, display_name, lint_model, recompile_guards, reconcile
+    from dynalint.verify.reconcile import (all_breaks, display_name, gb_reconciliation, lint_model, recompile_guards,
+                                           reconcile)
 
     spec = {
         "target": target, "inputs": inputs, "input_shape": input_shape, "second_inputs": second_inputs,
@@ -324,6 +325,7 @@ def verify(
                   for f in fixed],
         "fix_errors": fix_errors,
         "findings": findings,
+        "gb_codes": gb_reconciliation(findings),
         "missed": missed,
         "outputs_match": after["outputs_match"] if after else True,
         "max_abs_diff": after["max_abs_diff"] if after else 0.0,
