@@ -174,6 +174,9 @@ def table_row(case: Case, report: dict, run: str = "") -> str:
     compile_s = f"{_fmt(t.get('compile_before_s'), '.1f')} → {_fmt(t.get('compile_after_s'), '.1f')}"
     match = "yes" if report["outputs_match"] else "NO"
     warnings = "; ".join(w.split(":")[0] for w in t.get("warnings") or ()) or "-"
+    busy = t.get("gpu_busy") or {}
+    if busy:
+        warnings += " (GPU busy " + " → ".join(f"{busy[n]:.0%}" for n in ("before", "after", "compiled") if n in busy) + ")"
     before_arm = "before" if "before" in (t.get("arms") or {}) else "compiled"
     after_arm = "after" if "after" in (t.get("arms") or {}) else "compiled"
     return (f"| {name} | {graphs} | {findings} | {_arm(t, 'eager')} | {_arm(t, before_arm)} | "

@@ -29,12 +29,12 @@ def test_bootstrap_is_repeatable_and_quantiles_interpolate():
     assert stats.quantile([1, 2, 3, 4], 0.5) == 2.5 and stats.median([3, 1, 2]) == 2
 
 
-def _timing(before, after, load1=0.1, cpus=2, device="cpu", host=None):
+def _timing(before, after, load1=0.1, cpus=2, device="cpu", kernel=None):
     timing = {"device": device, "threads": 1, "load": [{"load1": load1, "cpus": cpus}],
               "arms": {"before": stats.summary(before), "after": stats.summary(after)},
               "compare": stats.compare(before, after)}
-    if host is not None:
-        timing["host_ms"] = host
+    if kernel is not None:
+        timing["kernel_ms"] = kernel
     return timing
 
 
@@ -49,8 +49,21 @@ def test_loaded_machine_warns_and_noise_means_cannot_measure():
 
 
 def test_launch_bound_gpu_calls_are_flagged():
-    tiny = stats.assess(_timing([0.03] * 20, [0.02] * 20, device="cuda", host={"before": 0.03, "after": 0.02}))
-    assert any(w.startswith("launch-bound") for w in tiny["warnings"])
-    busy = stats.assess(_timing([5.0] * 20, [4.0] * 20, device="cuda", host={"before": 0.2, "after": 0.2}))
+    # Tiny calls: a warning and no number.
+    tiny = stats.assess(_timing(_rounds(0.03, 0.01), _rounds(0.02, 0.01, seed=2), device="cuda"))
+    assert any(w.startswith("launch-bound") for w in tiny["warnings"]) and tiny["verdict"] == stats.CANNOT
+    # Big enough calls with the GPU mostly idle in every version: a toy; no number either.
+    idle = stats.assess(_timing(_rounds(2.0, 0.01), _rounds(1.0, 0.01, seed=2), device="cuda",
+                                kernel={"before": 0.4, "after": 0.3}))
+    assert any("GPU busy 20%" in w or "GPU busy 30%" in w for w in idle["warnings"]), idle
+    assert idle["verdict"] == stats.CANNOT
+    # Busy GPU: no warning, whatever the host time (a syncing model waits inside it).
+    busy = stats.assess(_timing(_rounds(5.0, 0.01), _rounds(4.0, 0.01, seed=2), device="cuda",
+                                kernel={"before": 4.6, "after": 3.8}))
     assert not any(w.startswith("launch-bound") for w in busy["warnings"]) and busy["verdict"] == stats.FASTER
-    assert stats.launch_bound(1.0, 0.9) and not stats.launch_bound(1.0, 0.1)
+    # The fix removed the idle time (before launch-bound, after busy): warned, the number kept.
+    fixed = stats.assess(_timing(_rounds(5.0, 0.01), _rounds(2.0, 0.01, seed=2), device="cuda",
+                                 kernel={"before": 1.9, "after": 1.9}))
+    assert any("(before)" in w for w in fixed["warnings"]) and fixed["verdict"] == stats.FASTER
+    assert stats.launch_bound(1.0, 0.3) and not stats.launch_bound(1.0, 0.9) and not stats.launch_bound(1.0, None)
+    assert stats.launch_bound(0.01, None)

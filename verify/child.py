@@ -280,6 +280,7 @@ def _timing(spec: dict, p: Prepared, fresh, result: dict) -> dict:
                   samples=timed["samples"], load=timed["load"], compile_s_by_version=compile_s)
     if "host" in timed:
         timing["host_ms"] = timed["host"]
+        timing["kernel_ms"] = timed["kernel"]
     main = "after" if "after" in arms else "compiled"
     timing["compiled_ms"] = timed["arms"][main]["median_ms"]
     timing["compile_s"] = compile_s[main]

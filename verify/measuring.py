@@ -500,13 +500,42 @@ def _time_block(fn: Callable, args: tuple, kwargs: dict, device: str, calls: int
     return (time.perf_counter() - t0) * 1000.0 / calls, None
 
 
+def kernel_ms_per_call(fn: Callable, args: tuple, kwargs: dict, calls: int) -> Optional[float]:
+    """GPU kernel time per call (the union of kernel intervals), from a profiled block run after
+    timing: the timed rounds never run under the profiler. None where the profiler gives nothing."""
+    import torch
+
+    try:
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn(*args, **kwargs)
+            torch.cuda.synchronize()
+        spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                       if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start)
+    except Exception:  # an old or CUPTI-less build: no busy fraction, only the size test
+        return None
+    if not spans:
+        return None
+    busy_us, (lo, hi) = 0.0, spans[0]
+    for start, end in spans[1:]:  # streams overlap: count each instant once
+        if start > hi:
+            busy_us, lo, hi = busy_us + (hi - lo), start, end
+        else:
+            hi = max(hi, end)
+    return (busy_us + (hi - lo)) / 1000.0 / calls
+
+
 def time_arms(arms: dict[str, Callable], args: tuple, kwargs: dict, device: str, rounds: int = 30, warmup: int = 3,
               max_seconds: float = 60.0, seed: int = 0) -> dict:
     """Time several versions of one computation interleaved: each round runs one block of calls
     of every version, in an order rotated round by round (A B, B A, ...).
 
     -> {"rounds", "calls_per_round", "samples": {name: [ms per call per round]}, "arms": {name:
-    summary}, "host": {name: host ms per call} (CUDA), "load": [before, after]}."""
+    summary}, "host": {name: host ms per call} and "kernel": {name: GPU kernel ms per call} (CUDA),
+    "load": [before, after]}."""
     from dynalint.verify import stats
 
     load_before = stats.machine_load()
@@ -539,6 +568,7 @@ def time_arms(arms: dict[str, Callable], args: tuple, kwargs: dict, device: str,
     }
     if device == "cuda":
         result["host"] = {n: stats.median(host[n]) for n in names}
+        result["kernel"] = {n: kernel_ms_per_call(arms[n], args, kwargs, calls) for n in names}
     return result
 
 

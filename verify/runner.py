@@ -244,6 +244,11 @@ def _timing_view(result: Optional[dict], device_asked: str, paired: bool) -> Opt
         "warnings": list(t.get("warnings") or ()),
         "arms": arms, "load": t.get("load"),
     }
+    kernel = t.get("kernel_ms") or {}
+    if any(v is not None for v in kernel.values()):
+        # Fraction of each version's GPU time spent in kernels (a profiled pass after timing).
+        timing["gpu_busy"] = {n: round(k / arms[n]["median_ms"], 3) for n, k in kernel.items()
+                              if k is not None and n in arms and arms[n]["median_ms"] > 0}
     if t["device"] == "cpu" and device_asked in (None, "", "auto"):
         timing["note"] = "no CUDA GPU found: timed on CPU"
     return timing

@@ -29,9 +29,11 @@ MAX_REL_CI = 0.3
 # independent rounds): only a narrow interval is trusted there.
 MAX_REL_CI_LOADED = 0.1
 BOOTSTRAP = 2000
-# Launch-bound on a GPU: the host spent this fraction of the GPU time issuing the calls (the GPU
-# waited for Python and launches), or a call takes less than LAUNCH_BOUND_US on the GPU.
-LAUNCH_BOUND_HOST_FRACTION = 0.8
+# Launch-bound on a GPU: the GPU ran kernels for less than this fraction of a call's time (it
+# waited for Python and launches; read from a profiled pass after timing), or a call takes less
+# than LAUNCH_BOUND_US. The host's issue time is no test: a model that syncs (`.item()`, a graph
+# break that reads a tensor) waits for the GPU inside the host time.
+LAUNCH_BOUND_BUSY_FRACTION = 0.5
 LAUNCH_BOUND_US = 50.0
 
 FASTER, SLOWER, SAME, CANNOT = "faster", "slower", "no measurable difference", "cannot measure"
@@ -120,15 +122,17 @@ def loaded(load: Optional[dict], own_threads: int = 1) -> bool:
     return bool(load) and load["load1"] > load["cpus"] + max(0, own_threads - 1)
 
 
-def launch_bound(gpu_ms: float, host_ms: Optional[float]) -> bool:
-    """The GPU time of a call is mostly the host issuing it (or the call is tiny)."""
+def launch_bound(gpu_ms: float, kernel_ms: Optional[float]) -> bool:
+    """The GPU idles most of a call waiting for the host (or the call is tiny).
+
+    `kernel_ms`: the GPU's kernel time per call (None: not measured, only the size test applies)."""
     if gpu_ms * 1000.0 < LAUNCH_BOUND_US:
         return True
-    return host_ms is not None and gpu_ms > 0 and host_ms / gpu_ms >= LAUNCH_BOUND_HOST_FRACTION
+    return kernel_ms is not None and gpu_ms > 0 and kernel_ms / gpu_ms < LAUNCH_BOUND_BUSY_FRACTION
 
 
 def assess(timing: dict) -> dict:
-    """Warnings and the verdict for a child's timing dict (`arms`, `compare`, `load`, `host_ms`).
+    """Warnings and the verdict for a child's timing dict (`arms`, `compare`, `load`, `kernel_ms`).
 
     -> {"warnings": [...], "verdict": ...}: loaded machine, launch-bound GPU, noisy rounds."""
     warnings, device = [], timing.get("device")
@@ -142,17 +146,24 @@ def assess(timing: dict) -> dict:
     if timing.get("threads_note"):
         warnings.append(timing["threads_note"])
     compiled = {n: s for n, s in (timing.get("arms") or {}).items() if n != "eager"}
+    all_bound = False
     if device == "cuda":
-        host = timing.get("host_ms") or {}
-        bound = [n for n, s in compiled.items() if launch_bound(s["median_ms"], host.get(n))]
+        kernel = timing.get("kernel_ms") or {}
+        bound = [n for n, s in compiled.items() if launch_bound(s["median_ms"], kernel.get(n))]
         if bound:
-            per_call = min(compiled[n]["median_ms"] for n in bound) * 1000.0
-            warnings.append(f"launch-bound: {per_call:.0f} us per call, most of it spent issuing kernels from "
-                            "Python; the ratio measures launch overhead, not kernels: time a realistic size "
+            worst = min(bound, key=lambda n: (kernel.get(n) or 0.0) / compiled[n]["median_ms"])
+            busy = kernel.get(worst)
+            busy_text = f", the GPU busy {busy / compiled[worst]['median_ms']:.0%} of it" if busy is not None else ""
+            warnings.append(f"launch-bound: {compiled[worst]['median_ms'] * 1000.0:.0f} us per call ({worst}){busy_text}; "
+                            "the time goes to Python and kernel launches, not kernels: time a realistic size "
                             "(--input-shape, --arg)")
+            # Every version launch-bound: the ratio measures launch overhead of a toy, not the model.
+            all_bound = len(bound) == len(compiled)
     compare_ = timing.get("compare")
     why = noisy(compiled, compare_, is_loaded)
     verdict_ = compare_["verdict"] if compare_ else None
+    if all_bound and compare_:
+        verdict_ = CANNOT
     if why:
         warnings.append("too noisy to measure: " + "; ".join(why) + (" (the machine is loaded)" if is_loaded else ""))
         if compare_:
