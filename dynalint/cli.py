@@ -159,6 +159,7 @@ def rules_cmd(output_format):
     """List the rule catalog."""
     import json
 
+    from dynalint.lint.rule import FIX_APPLICABILITIES, FIX_MARKS
     from dynalint.lint.rules import all_rules
 
     rules = all_rules()
@@ -172,6 +173,8 @@ def rules_cmd(output_format):
                         "summary": r.summary,
                         "severity": r.severity,
                         "fix": r.fixable,
+                        # What a finding's fix may be: ["safe"], ["unsafe"], ["safe", "unsafe"] or [].
+                        "fix_applicability": list(FIX_APPLICABILITIES[r.fixable]),
                         "explanation": r.docs(),
                     }
                     for r in rules
@@ -181,11 +184,12 @@ def rules_cmd(output_format):
         )
         return
     for r in rules:
-        fix = {"safe": "[*]", "unsafe": "[u]", "sometimes": "[~]"}.get(r.fixable or "", "   ")
+        fix = FIX_MARKS.get(r.fixable or "", "   ")
         click.echo(f"{r.code}  {fix}  {r.severity:<7}  {r.name:<32}  {r.summary}")
     click.echo(
         "\n[*] safe fix (`--fix`)   [u] unsafe fix (`--fix --unsafe-fixes`)   "
-        "[~] safe fix for some findings   (blank: no fix)"
+        "[~] safe or unsafe by finding (`dynalint rule CODE` says when)   (blank: no fix)\n"
+        "Not every finding of a rule with a fix gets one."
     )
 
 

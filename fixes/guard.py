@@ -1,7 +1,9 @@
 """DYN101 / DYN103 / DYN104: guard print, logging and warnings with `if not torch.compiler.is_compiling():`.
 
-Safe: in eager mode `is_compiling()` is False, so the statement runs exactly as before; while
-Dynamo traces, the branch is dropped and the graph stays whole.
+In eager mode `is_compiling()` is False, so the statement runs exactly as before; while Dynamo
+traces, the branch is dropped and the graph stays whole. Safe in a file that imports torch at
+module level; unsafe where the guard has to import torch inside the function (the file imports
+none); no fix on a path the file keeps for torch < 2.3. The rules declare "safe or unsafe".
 
 Adjacent statements that need the guard go into one block: every finding of such a run gets the
 same edits, so applying them together writes one `if`. A run that directly follows an existing

@@ -53,6 +53,11 @@ class Example:
         return sorted(out)
 
 
+# `dynalint rules` marks, and what each declared `fixable` value allows a finding's fix to be.
+FIX_MARKS = {"safe": "[*]", "unsafe": "[u]", "safe or unsafe": "[~]"}
+FIX_APPLICABILITIES = {None: (), "safe": ("safe",), "unsafe": ("unsafe",), "safe or unsafe": ("safe", "unsafe")}
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -64,7 +69,9 @@ class Rule:
     # torch/_dynamo/graph_break_registry.json, copied here because the lint path never imports torch
     # (tests check them against the installed torch's registry and its probes). Required for DYN1xx.
     gb_types: ClassVar[tuple[tuple[str, str], ...]] = ()
-    # Which fix applicability this rule can offer (None, "safe", "unsafe", "sometimes").
+    # The applicability of the fixes this rule offers (never every finding gets one): None (no
+    # fix), "safe", "unsafe", or "safe or unsafe" (decided per finding; the docstring's `## Fix`
+    # section says when). `FIX_MARKS` gives each its mark in `dynalint rules`.
     fixable: ClassVar[str | None] = None
     invalid: ClassVar[tuple[Example, ...]] = ()
     valid: ClassVar[tuple[Example, ...]] = ()

@@ -1048,6 +1048,7 @@ def test_rule_examples_fix_to_parseable_code_in_one_run(example):
 def test_fixable_rules_offer_fixes_on_their_examples():
     """Each rule that declares a fix offers one on at least one of its own invalid examples."""
     from dynalint.engine import lint_source
+    from dynalint.lint.rule import FIX_APPLICABILITIES
 
     for rule in all_rules():
         if rule.fixable is None:
@@ -1056,6 +1057,8 @@ def test_fixable_rules_offer_fixes_on_their_examples():
             f for ex in rule.invalid for f in lint_source(ex.source, "example.py", ALL) if f.code == rule.code and f.fix
         ]
         assert offered, rule.code
+        # What a rule declares (`dynalint rules`, docs/rules.md) covers every fix it offers.
+        assert {f.fix.applicability for f in offered} <= set(FIX_APPLICABILITIES[rule.fixable]), rule.code
         if rule.fixable in ("safe", "unsafe"):
             assert {f.fix.applicability for f in offered} == {rule.fixable}, rule.code
 

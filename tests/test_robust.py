@@ -245,6 +245,29 @@ def test_no_is_compiling_guard_on_a_path_kept_for_torch_without_it(tmp_path):
     assert utils.read_text().count("is_compiling()") == 2  # the file's own call and deprecate's guard
 
 
+def test_the_guard_rules_declare_what_their_fixes_are(tmp_path):
+    """DYN101/103/104 fix safely in a file that imports torch and unsafely in one that does not:
+    the rules declare both (`rules` listing, JSON, docs), and each finding's output says which."""
+    from dynalint.lint.rules import rule_by_code
+
+    _no_torch_package(tmp_path)
+    (tmp_path / "pkg" / "model.py").write_text(NO_TORCH_MODEL.replace("        x = deprecate(x)\n", "        x = deprecate(x)\n        print(x)\n"))
+    found = _findings(dynalint("check", "--output-format", "json", ".", cwd=tmp_path))
+    applied = {(Path(f["filename"]).name, f["location"]["row"]): f["fix"] and f["fix"]["applicability"] for f in found}
+    assert applied == {("model.py", 10): "safe", ("utils.py", 10): "unsafe",
+                       ("utils.py", 20): None, ("utils.py", 26): None, ("utils.py", 28): None}
+    listed = {r["code"]: r for r in json.loads(dynalint("rules", "--output-format", "json", cwd=tmp_path).stdout)}
+    docs = (Path(__file__).parents[1] / "docs" / "rules.md").read_text()
+    for code in ("DYN101", "DYN103", "DYN104"):
+        assert rule_by_code(code).fixable == listed[code]["fix"] == "safe or unsafe"
+        assert listed[code]["fix_applicability"] == ["safe", "unsafe"]
+        assert f"| error | safe or unsafe |" in next(line for line in docs.splitlines() if line.startswith(f"| [{code}]"))
+        assert "**unsafe**" in listed[code]["explanation"] and "gets no fix" in listed[code]["explanation"]
+    text = dynalint("check", "--output-format", "concise", ".", cwd=tmp_path).stdout.decode()
+    assert "model.py:10:9: DYN101 [*] " in text and "utils.py:10:5: DYN104 `warnings" in text
+    assert "[*] 1 fixable with the `--fix` option.\n1 more fix available with `--fix --unsafe-fixes`." in text
+
+
 # -- smaller things users hit ---------------------------------------------------------------------
 
 
@@ -321,7 +344,10 @@ def test_fix_leaves_read_only_files_alone(tmp_path):
 
 def test_rules_listing_explains_its_marks(tmp_path):
     out = dynalint("rules", cwd=tmp_path).stdout.decode()
-    assert "[*] safe fix" in out and "[u] unsafe fix" in out and "[~] safe fix for some findings" in out
+    assert "[*] safe fix" in out and "[u] unsafe fix" in out and "[~] safe or unsafe by finding" in out
+    marks = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.startswith("DYN")}
+    assert [marks[c] for c in ("DYN101", "DYN103", "DYN104")] == ["[~]"] * 3
+    assert marks["DYN102"] == marks["DYN120"] == "[u]" and marks["DYN140"] == "[*]"
 
 
 def test_an_except_branch_of_unrelated_code_still_gets_its_guard(tmp_path):

@@ -39,7 +39,7 @@ class ItemCall(Rule):
         ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
     )
     node_types = (cst.Call,)
-    fixable = "sometimes"
+    fixable = "unsafe"
 
     def check(self, node, ctx):
         func = node.func

@@ -99,7 +99,7 @@ class TensorControlFlow(Rule):
         ("GB0170", "Data-dependent branching"),
     )
     node_types = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.UnaryOperation, cst.Call)
-    fixable = "sometimes"
+    fixable = "unsafe"
 
     def check(self, node, ctx):
         if type(node) in (cst.If, cst.While, cst.IfExp):

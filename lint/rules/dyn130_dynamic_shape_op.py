@@ -62,7 +62,7 @@ class DynamicShapeOp(Rule):
         ("GB0036", "Dynamic shape operator"),
     )
     node_types = (cst.Call, cst.Subscript)
-    fixable = "sometimes"
+    fixable = "unsafe"
 
     def check(self, node, ctx):
         if type(node) is cst.Call:

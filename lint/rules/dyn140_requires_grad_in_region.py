@@ -43,7 +43,7 @@ class RequiresGradInRegion(Rule):
         ("GB8985", "requires_grad_() intermediate leaked as output"),
     )
     node_types = (cst.Call, cst.Assign)
-    fixable = "sometimes"
+    fixable = "safe"
 
     def check(self, node, ctx):
         if type(node) is cst.Assign:
