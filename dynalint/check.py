@@ -11,7 +11,8 @@ from typing import Optional
 import click
 
 from dynalint import engine
-from dynalint.config import Config, ConfigError, resolve_config
+from dynalint.config import DEFAULT_EXCLUDE, Config, ConfigError, resolve_config
+from dynalint.discovery import DEFAULT_EXCLUDES, EXCLUDE, EXTEND_EXCLUDE, GITIGNORE
 from dynalint.engine import SourceFile, analyze_files, module_name_for, read_source, select_findings
 from dynalint.findings import Finding
 
@@ -228,21 +229,59 @@ def run_check(opts: CheckOptions) -> int:
         file_names = [f.display for f in files] if opts.stdin_filename is None and opts.paths != [Path("-")] else list(sources)
         out.write(formatter(findings, sources=sources, unsafe=opts.unsafe_fixes, files=file_names, config=config))
     if opts.output_format in ("text", "concise") and not opts.quiet and not opts.statistics:
-        _summary(findings, opts, locals().get("outcome"))
+        _summary(findings, opts, locals().get("outcome"), locals().get("skipped"))
     return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 
+# Default excludes that never hold a project's own code (VCS, caches, environments): what they
+# leave out goes unmentioned. `build`, `dist` and `site-packages` do hold Python files people lint.
+_UNREMARKABLE = frozenset(DEFAULT_EXCLUDE) - {"build", "dist", "site-packages"}
+_SETTINGS = (
+    (DEFAULT_EXCLUDES, "the default excludes", "set `exclude` in the config (it replaces them)"),
+    (EXCLUDE, "`exclude`", "change `exclude` in the config"),
+    (EXTEND_EXCLUDE, "`extend-exclude`", "change `extend-exclude` in the config"),
+    (GITIGNORE, ".gitignore (`respect-gitignore`)", "set `respect-gitignore = false`"),
+)
+
+
+def _left_out(skipped: dict, with_gitignore: bool = True) -> list[tuple[str, str, str]]:
+    """(counts, setting, how to lint them) per setting that left out Python files or folders:
+    `("2 folders and 1 file", "the default excludes", "...")`, names of the first three after it."""
+    out = []
+    for setting, label, remedy in _SETTINGS:
+        if setting == GITIGNORE and not with_gitignore:
+            continue
+        counts, names = [], []
+        for kind in ("folder", "file"):
+            found = [n for n in skipped.get((setting, kind), ()) if setting != DEFAULT_EXCLUDES or os.path.basename(n) not in _UNREMARKABLE]
+            if found:
+                counts.append(f"{len(found)} {kind}{'s' if len(found) != 1 else ''}")
+                names += found
+        if counts:
+            shown = ", ".join(_display(Path(n)) for n in names[:3]) + (", ..." if len(names) > 3 else "")
+            out.append((" and ".join(counts), f"{label} ({shown})", remedy))
+    return out
+
+
 def _skipped_note(skipped: dict) -> str:
-    """What the excludes left out, by setting: `(2 folders left out by `exclude`: build, dist)`."""
-    parts = []
-    for (setting, kind), names in sorted(skipped.items()):
-        shown = ", ".join(_display(Path(n)) for n in names[:3]) + (", ..." if len(names) > 3 else "")
-        what = "`exclude` / `extend-exclude` (or the default excludes)" if setting == "exclude" else ".gitignore (`respect-gitignore`)"
-        parts.append(f"{len(names)} {kind}{'s' if len(names) != 1 else ''} left out by {what}: {shown}")
+    """What the excludes left out, by setting: ` (2 folders left out by the default excludes (build, dist))`."""
+    parts = [f"{counts} left out by {label}" for counts, label, _ in _left_out(skipped)]
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def _summary(findings: list[Finding], opts: CheckOptions, outcome) -> None:
+def _excluded_summary(skipped: dict, opts: CheckOptions) -> Optional[str]:
+    """The summary's line on what `exclude` / `extend-exclude` / the default excludes left out
+    of the linted folders (not .gitignore: ignored files are meant to be left out)."""
+    found = _left_out(skipped, with_gitignore=False)
+    if not found:
+        return None
+    parts = "; ".join(f"{counts} excluded by {label}" for counts, label, _ in found)
+    remedies = " or ".join(remedy for _, _, remedy in found)
+    named = "" if opts.force_exclude else "name them on the command line or "
+    return f"Not linted: {parts}; to lint them, {named}{remedies}."
+
+
+def _summary(findings: list[Finding], opts: CheckOptions, outcome, skipped: Optional[dict] = None) -> None:
     n = len(findings)
     fixed = len(outcome.fixed) if outcome is not None else 0
     lines = []
@@ -260,6 +299,9 @@ def _summary(findings: list[Finding], opts: CheckOptions, outcome) -> None:
             lines.append(f"[*] {safe} fixable with the `--fix` option.")
         if unsafe and not opts.unsafe_fixes:
             lines.append(f"{unsafe} more fix{'es' if unsafe != 1 else ''} available with `--fix --unsafe-fixes`.")
+    excluded = _excluded_summary(skipped or {}, opts)
+    if excluded:
+        lines.append(excluded)
     click.echo("\n".join(lines), err=False)
 
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Iterable, Optional
 
-from dynalint.config import Config, _has_config
+from dynalint.config import DEFAULT_EXCLUDE, Config, _has_config
 
 
 def _read_lines(p: Path) -> list[str]:
@@ -146,11 +146,25 @@ def is_excluded(path: Path, config: Config) -> bool:
     return False
 
 
+# What the excludes leave out, by setting (`discover`'s `skipped`): the default excludes, the
+# config's own `exclude` (which replaces them) or `extend-exclude`, or .gitignore.
+DEFAULT_EXCLUDES, EXCLUDE, EXTEND_EXCLUDE, GITIGNORE = "default excludes", "exclude", "extend-exclude", ".gitignore"
+
+
+def _exclude_setting(cfg: Config, name: str, rel: str) -> Optional[str]:
+    """Which exclude setting of cfg leaves out an entry (name, path relative to cfg's root), if any."""
+    if _pattern_hit(*_compiled(tuple(cfg.exclude)), name, rel):
+        return DEFAULT_EXCLUDES if tuple(cfg.exclude) == DEFAULT_EXCLUDE else EXCLUDE
+    if _pattern_hit(*_compiled(tuple(cfg.extend_exclude)), name, rel):
+        return EXTEND_EXCLUDE
+    return None
+
+
 def discover(paths: list[Path], config: Config, force_exclude: bool = False, skipped: Optional[dict] = None) -> list[Path]:
     """Python files under paths, sorted, excluding config excludes and gitignored files.
     Files named explicitly are always included (as in ruff), unless force_exclude.
-    `skipped`, when given, counts what was left out: {("exclude" | ".gitignore", "folder" |
-    "file"): [names]} (Python files only)."""
+    `skipped`, when given, counts what was left out: {(setting, "folder" | "file"): [paths]},
+    setting one of DEFAULT_EXCLUDES, EXCLUDE, EXTEND_EXCLUDE, GITIGNORE (Python files only)."""
     ignorer = _Ignorer(config.respect_gitignore)
     out: list[Path] = []
     seen: set[Path] = set()
@@ -158,6 +172,8 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False, ski
     for given in paths:
         if given.is_file() or not given.exists():
             if force_exclude and is_excluded(given, config):
+                if skipped is not None and given.suffix == ".py":
+                    skipped.setdefault((_named_reason(given, config), "file"), []).append(str(given))
                 continue
             if given not in seen:
                 seen.add(given)
@@ -198,6 +214,24 @@ def discover(paths: list[Path], config: Config, force_exclude: bool = False, ski
     return sorted(out, key=lambda p: p.as_posix())
 
 
+def _named_reason(path: Path, config: Config) -> str:
+    """Which exclude setting leaves out a path named on the command line (`is_excluded` said one does)."""
+    path = Path(path).absolute()
+    cfg = config.for_path(path)
+    root = cfg.root.absolute()
+    for p in (path, *path.parents):
+        if p != path and (p == root or root not in p.parents):
+            break
+        try:
+            rel = p.relative_to(root).as_posix()
+        except ValueError:
+            rel = p.as_posix()
+        setting = _exclude_setting(cfg, p.name, rel)
+        if setting is not None:
+            return setting
+    return DEFAULT_EXCLUDES if tuple(cfg.exclude) == DEFAULT_EXCLUDE else EXCLUDE
+
+
 def _named_but_ignored(ignorer: _Ignorer, top: Path) -> bool:
     """A folder named on the command line that git ignores, itself or through a folder above it
     (a package under a pyenv checkout's ignored `versions/`): walked anyway, from itself down."""
@@ -231,6 +265,7 @@ class _FolderRules:
         self.rel_dir = "" if rel == "." else rel + "/"
         self.specs = ignorer.specs_for(folder, top, floor)
         self.base = base
+        self.cfg = cfg
 
     def child(self, name: str, config: Config, ignorer: _Ignorer, top: Path, floor: Optional[Path]) -> "_FolderRules":
         """The rules of subfolder `name`: this folder's, one level down, unless the subfolder
@@ -241,6 +276,7 @@ class _FolderRules:
         rules = _FolderRules.__new__(_FolderRules)
         rules.folder = folder
         rules.base = self.base
+        rules.cfg = self.cfg
         rules.regex, rules.prefixes = self.regex, self.prefixes
         rules.rel_dir = f"{self.rel_dir}{name}/"
         rules.specs = [(spec, f"{inner}{name}/") for spec, inner in self.specs]
@@ -251,8 +287,8 @@ class _FolderRules:
         return rules
 
     def reason(self, name: str, is_dir: bool) -> str:
-        """Which setting leaves out an entry `skips` leaves out."""
-        return "exclude" if _pattern_hit(self.regex, self.prefixes, name, self.rel_dir + name) else ".gitignore"
+        """Which setting leaves out an entry `skips` leaves out (see DEFAULT_EXCLUDES ...)."""
+        return _exclude_setting(self.cfg, name, self.rel_dir + name) or GITIGNORE
 
     def skips(self, name: str, is_dir: bool) -> bool:
         return _pattern_hit(self.regex, self.prefixes, name, self.rel_dir + name) or _gitignored(self.specs, name, is_dir)

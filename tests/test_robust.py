@@ -327,9 +327,60 @@ def test_no_files_found_says_what_the_excludes_left_out(tmp_path):
     result = dynalint("check", ".", cwd=tmp_path)
     assert result.returncode == 0
     assert result.stderr.decode() == (
-        "dynalint: warning: no Python files found (2 folders left out by `exclude` / `extend-exclude`"
-        " (or the default excludes): build, dist)\n"
+        "dynalint: warning: no Python files found (2 folders left out by the default excludes (build, dist))\n"
     )
+
+
+def _tree_with_excluded_files(tmp_path: Path) -> None:
+    for rel in ("src/m.py", "lib/site-packages/pkg/a.py", "lib/site-packages/pkg/b.py", "build/c.py",
+                ".venv/lib/d.py", ".git/e.py", "vendor/f.py", "third_party/g.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(GOOD)
+
+
+def test_the_summary_says_what_the_excludes_left_out_and_which_setting(tmp_path):
+    _tree_with_excluded_files(tmp_path)
+    result = dynalint("check", "--output-format", "concise", ".", cwd=tmp_path)
+    lines = result.stdout.decode().splitlines()
+    # VCS folders, caches and environments (.git, .venv) go unmentioned; vendor and third_party are linted.
+    assert [line.split(":")[0] for line in lines if ": DYN" in line] == ["src/m.py", "third_party/g.py", "vendor/f.py"]
+    assert lines[-1] == (
+        "Not linted: 2 folders excluded by the default excludes (build, lib/site-packages); "
+        "to lint them, name them on the command line or set `exclude` in the config (it replaces them)."
+    )
+
+    (tmp_path / "pyproject.toml").write_text('[tool.dynalint]\nextend-exclude = ["vendor"]\n')
+    lines = dynalint("check", ".", cwd=tmp_path).stdout.decode().splitlines()
+    assert lines[-1] == (
+        "Not linted: 2 folders excluded by the default excludes (build, lib/site-packages); "
+        "1 folder excluded by `extend-exclude` (vendor); to lint them, name them on the command line or "
+        "set `exclude` in the config (it replaces them) or change `extend-exclude` in the config."
+    )
+    # `exclude` replaces the default excludes: site-packages and build are linted now.
+    (tmp_path / "pyproject.toml").write_text('[tool.dynalint]\nexclude = ["vendor", "third_party/g.py"]\n')
+    result = dynalint("check", "--output-format", "concise", ".", cwd=tmp_path)
+    lines = result.stdout.decode().splitlines()
+    assert sum(": DYN101" in line for line in lines) == 6  # .git and .venv are no longer excluded either
+    assert lines[-1] == (
+        "Not linted: 1 folder and 1 file excluded by `exclude` (vendor, third_party/g.py); "
+        "to lint them, name them on the command line or change `exclude` in the config."
+    )
+    # A path named on the command line is linted, and then nothing is left out.
+    result = dynalint("check", "--output-format", "concise", "vendor", "third_party/g.py", cwd=tmp_path)
+    lines = result.stdout.decode().splitlines()
+    assert [line.split(":")[0] for line in lines if ": DYN" in line] == ["third_party/g.py", "vendor/f.py"]
+    assert not any(line.startswith("Not linted") for line in lines)
+    # --force-exclude (pre-commit names every file): the named excluded files are counted.
+    lines = dynalint("check", "--force-exclude", "src/m.py", "vendor/f.py", cwd=tmp_path).stdout.decode().splitlines()
+    assert lines[-1] == "Not linted: 1 file excluded by `exclude` (vendor/f.py); to lint them, change `exclude` in the config."
+
+
+def test_the_summary_is_quiet_when_only_vcs_and_environments_are_excluded(tmp_path):
+    for rel in ("m.py", ".git/e.py", ".venv/lib/d.py", "__pycache__/x.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(GOOD)
+    out = dynalint("check", ".", cwd=tmp_path).stdout.decode()
+    assert "Not linted" not in out and out.endswith("[*] 1 fixable with the `--fix` option.\n")
 
 
 def test_fix_leaves_read_only_files_alone(tmp_path):
