@@ -494,3 +494,36 @@ def test_a_guard_failure_on_a_recompile_finding_confirms_it(tmp_path):
     assert (plain["code"], plain["status"]) == ("DYN201", "reached")
     [confirmed] = R.reconcile(linted, [], {path: [7, 8]}, guards=[(path, 7)])[0]
     assert confirmed["status"] == "confirmed"
+
+
+# --------------------------------------------------------------------------------------------
+# Dynamo settings tried per model
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_try_settings_suggests_capture_scalar_outputs_for_an_item_break():
+    path = fixture("scalar_item.py")
+    report = runner.verify(f"{path}::ItemScale", input_shape=[4, 16], timing=False, settings=True)
+    assert report["after"]["graph_break_count"] == 1
+    tried = {tuple(sorted(t["settings"])): t for t in report["settings_tried"]}
+    scalar = tried[("capture_scalar_outputs",)]
+    assert scalar["graph_break_count"] == 0 and scalar["outputs_match"] and scalar["suggested"]
+    # The shape-ops setting alone does not help an .item() break: tried, not suggested.
+    shapes = tried[("capture_dynamic_output_shape_ops",)]
+    assert shapes["graph_break_count"] == 1 and not shapes["suggested"]
+    # Both together also reach 0 breaks; the single setting is preferred.
+    assert sum(t["suggested"] for t in report["settings_tried"]) == 1
+    text = render(report, "text")
+    assert "torch._dynamo.config.capture_scalar_outputs = True: 1 graphs, 0 breaks, outputs match  <- suggested" in text
+
+
+def test_settings_lines_say_none_suggested_and_show_mismatches():
+    report = {**SAMPLE_REPORT, "settings_tried": [
+        {"settings": {"capture_scalar_outputs": True}, "text": "torch._dynamo.config.capture_scalar_outputs = True",
+         "suggested": False, "graph_count": 1, "graph_break_count": 0, "outputs_match": False,
+         "max_abs_diff": 0.5, "outputs_mismatch": "output 0 differs"}]}
+    text = render(report, "text")
+    assert "capture_scalar_outputs = True: 1 graphs, 0 breaks, outputs DIFFER (output 0 differs)" in text
+    assert "none suggested: no setting lowered the breaks with outputs equal." in text
+    assert "none suggested" in render(report, "markdown")

@@ -176,13 +176,48 @@ def measure_in_process(spec: dict) -> dict[str, Any]:
     # Each phase gets a fresh copy: forward may change module state (transformers' BigBird
     # switches its attention type on the first short input), and every phase should see a first call.
     fresh = _fresh_copies(torch, p.fn)
+    apply_dynamo_config(torch, spec.get("dynamo_config"), result)
     with torch.no_grad():
         if spec.get("explain", True):
             run_eager(spec, p, fresh, result)
             run_dynamo(spec, p, fresh, result)
+        if spec.get("compiled_outputs"):
+            compare_compiled_outputs(spec, p, fresh, result)
         if spec.get("timing", True):
             result["timing"] = _timing(spec, p, fresh, result)
     return result
+
+
+def apply_dynamo_config(torch, settings: Optional[dict], result: dict) -> None:
+    """Set `torch._dynamo.config` options for this child (verify --try-settings)."""
+    if not settings:
+        return
+    import torch._dynamo
+
+    unknown = [name for name in settings if not hasattr(torch._dynamo.config, name)]
+    if unknown:
+        raise StageError("usage", f"torch {torch.__version__} has no torch._dynamo.config.{unknown[0]}")
+    for name, value in settings.items():
+        setattr(torch._dynamo.config, name, value)
+    result["dynamo_config"] = dict(settings)
+
+
+def compare_compiled_outputs(spec: dict, p: Prepared, fresh, result: dict) -> None:
+    """One call through torch.compile (backend "eager": Dynamo's capture, no codegen) compared with
+    the original's eager outputs: a Dynamo setting must not change what the model computes."""
+    import torch
+    import torch._dynamo
+
+    from dynalint.verify import measuring as M
+
+    torch._dynamo.reset()
+    M.seed_everything(int(spec.get("seed", 0)))
+    compiled = torch.compile(fresh(), backend="eager", dynamic=spec.get("dynamic"))
+    out = _call(compiled, p.args, p.kwargs, "forward", "the compiled call")
+    torch._dynamo.reset()
+    ref = torch.load(os.path.join(spec["reference_dir"], "outputs.pt"), weights_only=False)
+    match, diff, why = M.compare(ref, M.flatten(out))
+    result.update(compiled_outputs_match=match, compiled_max_abs_diff=diff, compiled_outputs_mismatch=why or None)
 
 
 def _fresh_copies(torch, fn):

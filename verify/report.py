@@ -108,6 +108,25 @@ def _gb_line(report: dict) -> Optional[str]:
     return line + "."
 
 
+def _settings_lines(report: dict) -> list[str]:
+    tried = report.get("settings_tried")
+    if tried is None:
+        return []
+    base = report["after"]
+    out = [f"Dynamo settings tried on the {'fixed' if report['fixes'] else 'original'} code "
+           f"({base['graph_count']} graphs, {max(base['graph_break_count'], 0)} breaks):"]
+    for t in tried:
+        if t.get("error"):
+            out.append(f"  {t['text']}: failed: {t['error']}")
+            continue
+        outputs = "outputs match" if t["outputs_match"] else f"outputs DIFFER ({t.get('outputs_mismatch') or ''})".replace(" ()", "")
+        out.append(f"  {t['text']}: {t['graph_count']} graphs, {t['graph_break_count']} breaks, {outputs}"
+                   + ("  <- suggested" if t["suggested"] else ""))
+    if not any(t["suggested"] for t in tried):
+        out.append("  none suggested: no setting lowered the breaks with outputs equal.")
+    return out
+
+
 def _iqr(arm: Optional[dict]) -> str:
     return "-" if not arm else f"{arm['q1_ms']:.3f}-{arm['q3_ms']:.3f}"
 
@@ -218,6 +237,7 @@ def render_text(report: dict) -> str:
     if report["missed"]:
         out += ["", "Missed (Dynamo broke, no finding):"] + _table(["where", "GB", "reason"], _missed_rows(report))
     out += ["", _outputs_line(report)]
+    out += [""] + _settings_lines(report) if _settings_lines(report) else []
     if report.get("timing"):
         out += ["", _timing_caption(report)] + _table(_TIMING_HEADER, _timing_rows(report)) + _timing_footer(report)
     return "\n".join(out)
@@ -263,6 +283,7 @@ def render_markdown(report: dict) -> str:
     if report["missed"]:
         out += ["", "Missed (Dynamo broke, no finding):", ""] + _md_table(["where", "GB", "reason"], _missed_rows(report))
     out += ["", _outputs_line(report)]
+    out += [""] + [f"{x}  " for x in _settings_lines(report)] if _settings_lines(report) else []
     if report.get("timing"):
         out += ["", _timing_caption(report), ""] + _md_table(_TIMING_HEADER, _timing_rows(report))
         out += [""] + [f"{x}  " for x in _timing_footer(report)]

@@ -254,6 +254,44 @@ def _timing_view(result: Optional[dict], device_asked: str, paired: bool) -> Opt
     return timing
 
 
+# Dynamo settings that turn whole classes of breaks into graph code (`.item()` / `int(t)` as
+# unbacked SymInts; nonzero / boolean masks as dynamic-shape ops): tried with --try-settings,
+# suggested only when Dynamo then breaks less and the compiled outputs still equal the original's.
+DYNAMO_SETTINGS = (
+    {"capture_scalar_outputs": True},
+    {"capture_dynamic_output_shape_ops": True},
+    {"capture_scalar_outputs": True, "capture_dynamic_output_shape_ops": True},
+)
+
+
+def setting_text(settings: dict) -> str:
+    return ", ".join(f"torch._dynamo.config.{k} = {v!r}" for k, v in settings.items())
+
+
+def try_settings(spec: dict, base: dict, overrides: dict[str, str], ref: str, timeout: float) -> list[dict]:
+    """Each of DYNAMO_SETTINGS on the code verify ends with (fixed if fixes applied): graphs,
+    breaks, compiled outputs vs the original's; the best one that lowers the breaks is suggested."""
+    tried = []
+    for settings in DYNAMO_SETTINGS:
+        result = measure({**spec, "timing": False, "trace": False, "dynamo_config": settings,
+                          "source_override": overrides or None, "reference_dir": ref, "compiled_outputs": True},
+                         timeout)
+        entry = {"settings": settings, "text": setting_text(settings), "suggested": False}
+        if result.get("error"):
+            entry["error"] = result["error"]
+        else:
+            entry.update(graph_count=result["graph_count"], graph_break_count=max(result["graph_break_count"], 0),
+                         outputs_match=bool(result.get("compiled_outputs_match")),
+                         max_abs_diff=result.get("compiled_max_abs_diff"),
+                         outputs_mismatch=result.get("compiled_outputs_mismatch"))
+        tried.append(entry)
+    base_breaks = max(base["graph_break_count"], 0)
+    better = [t for t in tried if not t.get("error") and t["outputs_match"] and t["graph_break_count"] < base_breaks]
+    if better:
+        min(better, key=lambda t: (t["graph_break_count"], len(t["settings"])))["suggested"] = True
+    return tried
+
+
 def verify(
     target: str,
     *,
@@ -277,6 +315,7 @@ def verify(
     config=None,
     timeout: float = DEFAULT_TIMEOUT,
     verbose: bool = False,
+    settings: bool = False,
 ) -> dict[str, Any]:
     """Measure the original, fix its files in memory, measure the fixed version, reconcile.
 
@@ -311,6 +350,8 @@ def verify(
         elif timing:
             timed = measure({**spec, "timing": True, "explain": False, "trace": False}, timeout)
             _raise_if_failed(timed, "timing failed: ")
+        end = after or before
+        tried = try_settings(spec, end, overrides, ref, timeout) if settings and end["graph_break_count"] > 0 else None
 
     findings, missed = reconcile(linted, all_breaks(before), before.get("executed_lines", {}), before.get("traced_lines"),
                                  recompile_guards(before))
@@ -340,4 +381,6 @@ def verify(
     report["fixes_verified"] = sum(1 for f in report["fixes"] if f["traced"]) if report["outputs_match"] else 0
     if not overrides:
         report["note"] = "no fix applied: `after` is the original code"
+    if tried is not None:
+        report["settings_tried"] = tried
     return report
