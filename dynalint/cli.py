@@ -230,6 +230,6 @@ class _LazyCommand(click.Command):
 for _name, _module, _help in (
     ("lsp", "dynalint.lsp", "Start the language server over stdio."),
     ("verify", "dynalint.verify.command", "Prove a fix with Dynamo: graphs, outputs, timing."),
-    ("migrate", "dynalint.migrate", "Migrate a codebase: lint, fix, verify models, report."),
+    ("migrate", "dynalint.migrate.command", "Migrate a codebase: lint, fix, verify models, report."),
 ):
     main.add_command(_LazyCommand(_name, _module, _help))

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from dynalint.cli import main
-from dynalint.migrate import (
+from dynalint.migrate.command import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_WORK_LEFT,
@@ -23,8 +23,8 @@ from dynalint.migrate import (
     MigrateOptions,
     run_migration,
 )
-from dynalint.migrate_models import ModelsFileError, read_models, source_for
-from dynalint.migrate_verify import revert_reason, visible_gpus
+from dynalint.migrate.models import ModelsFileError, read_models, source_for
+from dynalint.migrate.verify import revert_reason, visible_gpus
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -230,7 +230,7 @@ def test_one_models_source_ignores_the_other_models_and_comments(tmp_path):
 def example_code_map():
     from dynalint.config import Config
     from dynalint.engine import SourceFile, analyze_files, module_name_for
-    from dynalint.migrate_code import CodeMap
+    from dynalint.migrate.code import CodeMap
 
     files = []
     for path in sorted(EXAMPLES.rglob("*.py")):
@@ -430,7 +430,7 @@ def test_reverted_file_is_not_fixed_again(repo, monkeypatch):
 
 
 def test_cli_progress_on_stderr_and_exit_code(repo, monkeypatch):
-    import dynalint.migrate as migrate
+    import dynalint.migrate.command as migrate
 
     fake = FakeMeasure(repo)
     real_run = migrate.run_migration
@@ -446,7 +446,7 @@ def test_cli_progress_on_stderr_and_exit_code(repo, monkeypatch):
 
 
 def test_exit_zero_when_work_is_left(repo, monkeypatch):
-    import dynalint.migrate as migrate
+    import dynalint.migrate.command as migrate
 
     corrupting_fixer(monkeypatch, lambda name, text: text + "# RAISE\n" if name == "helpers.py" else text)
     real_run = migrate.run_migration

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dynalint.migrate import EXIT_WORK_LEFT, MigrateOptions, run_migration
+from dynalint.migrate.command import EXIT_WORK_LEFT, MigrateOptions, run_migration
 from tests.test_migrate import corrupting_fixer, git, make_repo
 
 pytestmark = pytest.mark.torch

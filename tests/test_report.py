@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from dynalint.migrate import run_migration
-from dynalint.report_render import render_html, render_markdown, write_charts
+from dynalint.migrate.command import run_migration
+from dynalint.migrate.render import render_html, render_markdown, write_charts
 from tests.test_migrate import FakeMeasure, corrupting_fixer, options, repo  # noqa: F401 (repo: a fixture)
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

@@ -272,7 +272,7 @@ def test_the_guard_rules_declare_what_their_fixes_are(tmp_path):
 
 
 def test_models_may_hold_any_callable_and_the_child_finds_it(tmp_path):
-    from dynalint.migrate_models import read_models
+    from dynalint.migrate.models import read_models
     from dynalint.verify.loading import import_object
 
     path = tmp_path / "MODELS.py"

@@ -1,4 +1,4 @@
-"""Render the migration report (the dict of `dynalint.report.build_report`) as Markdown and HTML.
+"""Render the migration report (the dict of `dynalint.migrate.report.build_report`) as Markdown and HTML.
 
 report.html is self-contained: inline CSS, the charts as base64 PNG, no scripts, no external
 files, so it can be mailed or attached to a ticket. report.md links the same charts as PNG files

@@ -1,6 +1,6 @@
 """The migration report's data: everything `migrate` did, as one JSON-able dict.
 
-`build_report(result)` collects it; `dynalint.report_render` turns it into report.md and a
+`build_report(result)` collects it; `dynalint.migrate.render` turns it into report.md and a
 self-contained report.html with the charts. report.json is the dict itself.
 """
 
@@ -250,7 +250,7 @@ def build_report(result: MigrationResult) -> dict:
     models = [model_row(run) for run in result.runs]
     opts = result.opts
     first = next((m for m in models if m.get("torch")), {})
-    from dynalint.migrate_git import head_commit
+    from dynalint.migrate.git import head_commit
 
     data = {
         "tool": "dynalint", "version": __version__,
@@ -289,7 +289,7 @@ def summarize(data: dict, n_files: int, before: list, after: list) -> dict:
 
 
 def write_reports(result: MigrationResult, folder: Path) -> list[Path]:
-    from dynalint.report_render import render_html, render_markdown, write_charts
+    from dynalint.migrate.render import render_html, render_markdown, write_charts
 
     data = build_report(result)
     folder.mkdir(parents=True, exist_ok=True)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from dynalint.migrate_code import CodeMap, real
-from dynalint.migrate_models import ModelEntry
-from dynalint.migrate_state import MigrationState, key_of, read_text, text_hash
+from dynalint.migrate.code import CodeMap, real
+from dynalint.migrate.models import ModelEntry
+from dynalint.migrate.state import MigrationState, key_of, read_text, text_hash
 
 MAX_ROUNDS = 4  # revert rounds: each reverts at least one file, so this bounds the work
 
@@ -353,7 +353,7 @@ class ModelVerifier:
             self.progress(f"  {run.name}{f' (GPU {gpu})' if gpu else ''}: {describe_run(run)}")
 
     def run(self, entries: list[ModelEntry]) -> list[ModelRun]:
-        from dynalint.migrate_models import source_for
+        from dynalint.migrate.models import source_for
 
         text = self.tree.current(self.models_path)
         runs = [ModelRun(e, source_for(text, e, entries)) for e in entries]

@@ -71,7 +71,7 @@ def step(number: int, message: str) -> None:
 
 
 def _check_inputs(opts: MigrateOptions):
-    from dynalint.migrate_models import ModelsFileError, read_models
+    from dynalint.migrate.models import ModelsFileError, read_models
 
     if not opts.path.exists():
         raise MigrateError(f"{opts.path} does not exist")
@@ -88,7 +88,7 @@ def _check_torch() -> None:
 
 
 def _check_clean_tree(opts: MigrateOptions, state) -> None:
-    from dynalint.migrate_git import GitError, describe_dirty, dirty_files
+    from dynalint.migrate.git import GitError, describe_dirty, dirty_files
 
     if opts.allow_dirty:
         return
@@ -148,7 +148,7 @@ def _is_within(path: Path, folder: Path) -> bool:
 def with_texts(files, texts: dict[str, str]) -> list:
     """SourceFiles carrying the given texts (real path -> text) instead of what is on disk."""
     from dynalint.engine import SourceFile
-    from dynalint.migrate_code import real
+    from dynalint.migrate.code import real
 
     return [SourceFile(f.path, f.display, f.module, f.is_package, text=texts.get(real(f.path), f.text)) for f in files]
 
@@ -168,8 +168,8 @@ class FixStep:
 
 def apply_fixes(files, current: Linted, config, state, unsafe: bool) -> FixStep:
     from dynalint.fixes.apply import fix_paths
-    from dynalint.migrate_code import real
-    from dynalint.migrate_state import read_text
+    from dynalint.migrate.code import real
+    from dynalint.migrate.state import read_text
 
     skipped = {}
     to_fix = []
@@ -204,7 +204,7 @@ def apply_fixes(files, current: Linted, config, state, unsafe: bool) -> FixStep:
 def run_migration(opts: MigrateOptions, measure: Optional[Callable] = None) -> int:
     """Run every step; `measure` replaces `dynalint.verify.runner.measure` (tests)."""
     from dynalint.check import CheckOptions, effective_config
-    from dynalint.migrate_state import MigrationState
+    from dynalint.migrate.state import MigrationState
 
     started = time.time()
     entries = _check_inputs(opts)
@@ -223,7 +223,7 @@ def run_migration(opts: MigrateOptions, measure: Optional[Callable] = None) -> i
     after = lint(files, config)
     step(4, f"lint again: {plural(len(after.findings), 'finding')} left for a human")
 
-    from dynalint.report import MigrationResult, write_reports
+    from dynalint.migrate.report import MigrationResult, write_reports
 
     result = MigrationResult(
         opts=opts, files=files, code=code, before=before.findings, after=after.findings, fix=fix,
@@ -236,8 +236,8 @@ def run_migration(opts: MigrateOptions, measure: Optional[Callable] = None) -> i
 
 def lint_step(files, config, state) -> Linted:
     """Lint the texts before migrate touched them (on a resumed run: the originals it kept)."""
-    from dynalint.migrate_code import real
-    from dynalint.migrate_state import read_text
+    from dynalint.migrate.code import real
+    from dynalint.migrate.state import read_text
 
     originals = {real(f.path): state.original_of(real(f.path), read_text(f.path)) for f in files}
     before = lint(with_texts(files, originals), config)
@@ -260,8 +260,8 @@ def fix_step(files, before: Linted, config, state, unsafe: bool) -> FixStep:
 
 def verify_step(opts: MigrateOptions, files, before: Linted, fix: FixStep, config, state, entries, measure):
     """Measure every model before and after, reverting fixes that hurt; -> (code map, verifier, runs)."""
-    from dynalint.migrate_code import CodeMap, real
-    from dynalint.migrate_verify import (
+    from dynalint.migrate.code import CodeMap, real
+    from dynalint.migrate.verify import (
         MeasureOptions,
         Measurer,
         ModelVerifier,
@@ -284,7 +284,7 @@ def verify_step(opts: MigrateOptions, files, before: Linted, fix: FixStep, confi
 
 def _with_models_file(files, summaries, models: Path, config):
     from dynalint.engine import SourceFile, analyze_files, module_name_for
-    from dynalint.migrate_code import CodeMap
+    from dynalint.migrate.code import CodeMap
 
     module, is_package = module_name_for(models)
     extra = SourceFile(models, str(models), module, is_package)
