@@ -10,13 +10,14 @@ from typing import Optional
 
 import click
 
+from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
+
 from dynalint import engine
 from dynalint.config import DEFAULT_EXCLUDE, Config, ConfigError, resolve_config
 from dynalint.discovery import DEFAULT_EXCLUDES, EXCLUDE, EXTEND_EXCLUDE, GITIGNORE
 from dynalint.engine import SourceFile, analyze_files, module_name_for, read_source, select_findings
 from dynalint.findings import Finding
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 @dataclass
@@ -39,9 +40,6 @@ class CheckOptions:
     progress: bool = True
     force_exclude: bool = False  # exclude named files too (pre-commit passes every file by name)
 
-
-def _error(msg: str) -> None:
-    click.echo(f"dynalint: error: {msg}", err=True)
 
 
 def effective_config(opts: CheckOptions) -> Config:
@@ -151,7 +149,7 @@ def _check_stdin(opts: CheckOptions, config: Config):
 
     result = fix_source(text, name, config, unsafe=opts.unsafe_fixes)
     for e in result.errors:
-        _error(e)
+        error(e)
     if opts.diff:
         sys.stdout.write(result.diff(name))
         return EXIT_FINDINGS if result.changed else EXIT_CLEAN
@@ -167,7 +165,7 @@ def run_check(opts: CheckOptions) -> int:
     try:
         config = effective_config(opts)
     except ConfigError as exc:
-        _error(str(exc))
+        error(str(exc))
         return EXIT_ERROR
 
     cache_dir = None
@@ -175,6 +173,8 @@ def run_check(opts: CheckOptions) -> int:
         cache_dir = opts.cache_dir or config.cache_path or (config.root / ".dynalint_cache")
 
     sources: dict[str, str] = {}
+    outcome = None  # what --fix did
+    skipped: dict = {}  # files discovery left out, by setting
     if opts.stdin_filename is not None or (opts.paths == [Path("-")]):
         stdin = _check_stdin(opts, config)
         if isinstance(stdin, int):
@@ -183,7 +183,6 @@ def run_check(opts: CheckOptions) -> int:
         files = []
     else:
         engine.FREEZE_AFTER_LOAD = True  # a one-shot run: what it loads lives until it exits
-        skipped: dict = {}
         with engine._gc_paused():  # thousands of paths and names, no cycles among them
             files = collect_files(opts, config, skipped)
         if not files:
@@ -201,13 +200,13 @@ def run_check(opts: CheckOptions) -> int:
                 sys.stdout.write(outcome.diff_text)
                 if outcome.errors:
                     for e in outcome.errors:
-                        _error(e)
+                        error(e)
                 if not opts.quiet:
                     _diff_summary(outcome, opts)
                 return EXIT_FINDINGS if outcome.diff_text else EXIT_CLEAN
             findings = outcome.remaining
             for e in outcome.errors:
-                _error(e)
+                error(e)
         else:
             from dynalint.incremental import lint_tree
 
@@ -229,7 +228,7 @@ def run_check(opts: CheckOptions) -> int:
         file_names = [f.display for f in files] if opts.stdin_filename is None and opts.paths != [Path("-")] else list(sources)
         out.write(formatter(findings, sources=sources, unsafe=opts.unsafe_fixes, files=file_names, config=config))
     if opts.output_format in ("text", "concise") and not opts.quiet and not opts.statistics:
-        _summary(findings, opts, locals().get("outcome"), locals().get("skipped"))
+        _summary(findings, opts, outcome, skipped)
     return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 

@@ -8,15 +8,13 @@ from typing import Optional
 
 import click
 
+from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
+
 from dynalint import __version__, importcache
 
 importcache.install()  # a cold `check` imports libcst at a third of the cost
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
-
-def _error(message: str) -> None:
-    click.echo(f"dynalint: error: {message}", err=True)
 
 
 def _codes_option(value: Optional[str]) -> tuple[str, ...]:
@@ -36,7 +34,7 @@ class _Group(click.Group):
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except KeyboardInterrupt:
-            _error("interrupted")
+            error("interrupted")
             sys.exit(EXIT_ERROR)
         except BrokenPipeError:
             _quiet_broken_pipe()
@@ -44,13 +42,13 @@ class _Group(click.Group):
             from dynalint.config import ConfigError
 
             if isinstance(exc, ConfigError):  # e.g. a nested config found mid-run
-                _error(str(exc))
+                error(str(exc))
                 sys.exit(EXIT_ERROR)
             if os.environ.get("DYNALINT_DEBUG"):
                 raise
             from dynalint.engine import one_line_reason
 
-            _error(f"internal error: {one_line_reason(exc)}")
+            error(f"internal error: {one_line_reason(exc)}")
             sys.exit(EXIT_ERROR)
 
     def main(self, *args, **kwargs):
@@ -201,7 +199,7 @@ def rule_cmd(code):
 
     r = rule_by_code(code)
     if r is None:
-        _error(f"unknown rule code {code!r}; `dynalint rules` lists them")
+        error(f"unknown rule code {code!r}; `dynalint rules` lists them")
         sys.exit(EXIT_ERROR)
     click.echo(f"# {r.name} ({r.code})\n")
     click.echo(f"Severity: {r.severity}. Fix: {r.fixable or 'none'}.\n")

@@ -15,10 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from dynalint.cli import main
+from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from dynalint.migrate.command import (
-    EXIT_CLEAN,
-    EXIT_ERROR,
-    EXIT_WORK_LEFT,
     MigrateError,
     MigrateOptions,
     run_migration,
@@ -340,7 +338,7 @@ def test_fix_that_changes_outputs_is_reverted_alone(repo, monkeypatch):
     """Both files are in the model's region; trying each fix alone blames helpers.py only."""
     corrupting_fixer(monkeypatch, lambda name, text: text.replace("x * 2", "x * 3") if name == "helpers.py" else text)
     fake = FakeMeasure(repo)
-    assert run_migration(options(repo), measure=fake) == EXIT_WORK_LEFT
+    assert run_migration(options(repo), measure=fake) == EXIT_FINDINGS
 
     assert (repo / "pkg/helpers.py").read_text() == textwrap.dedent(PACKAGE["pkg/helpers.py"]).lstrip("\n")
     assert "is_compiling" in (repo / "pkg/net.py").read_text()
@@ -361,7 +359,7 @@ def test_fix_that_changes_outputs_is_reverted_alone(repo, monkeypatch):
 
 def test_fix_that_adds_graphs_is_reverted(repo, monkeypatch):
     corrupting_fixer(monkeypatch, lambda name, text: text + "# EXTRA_GRAPHS\n" if name == "net.py" else text)
-    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_WORK_LEFT
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_FINDINGS
     [revert] = report(repo)["reverts"]
     assert revert["file"] == "pkg/net.py" and "more graphs (3 before, 6 after)" in revert["reason"]
     assert "EXTRA_GRAPHS" not in (repo / "pkg/net.py").read_text()
@@ -369,7 +367,7 @@ def test_fix_that_adds_graphs_is_reverted(repo, monkeypatch):
 
 def test_fix_that_makes_the_model_fail_is_reverted(repo, monkeypatch):
     corrupting_fixer(monkeypatch, lambda name, text: text + "# RAISE\n" if name == "helpers.py" else text)
-    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_WORK_LEFT
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_FINDINGS
     [revert] = report(repo)["reverts"]
     assert revert["file"] == "pkg/helpers.py" and "the fixed code fails: RuntimeError: boom" in revert["reason"]
 
@@ -378,7 +376,7 @@ def test_model_that_fails_before_is_an_error_not_a_revert(repo):
     (repo / "pkg/net.py").write_text((repo / "pkg/net.py").read_text() + "# RAISE\n")
     git(repo, "commit", "-qam", "broken")
     fake = FakeMeasure(repo)
-    assert run_migration(options(repo), measure=fake) == EXIT_WORK_LEFT
+    assert run_migration(options(repo), measure=fake) == EXIT_FINDINGS
     data = report(repo)
     assert {m["status"] for m in data["models"]} == {"error"} and not data["reverts"]
     assert not any(s.get("reference_dir") for s in fake.specs)  # nothing to compare an after run with
@@ -417,9 +415,9 @@ def test_resume_measures_only_what_changed(repo):
 
 def test_reverted_file_is_not_fixed_again(repo, monkeypatch):
     corrupting_fixer(monkeypatch, lambda name, text: text.replace("x * 2", "x * 3") if name == "helpers.py" else text)
-    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_WORK_LEFT
+    assert run_migration(options(repo), measure=FakeMeasure(repo)) == EXIT_FINDINGS
     again = FakeMeasure(repo)
-    assert run_migration(options(repo), measure=again) == EXIT_WORK_LEFT
+    assert run_migration(options(repo), measure=again) == EXIT_FINDINGS
     assert again.specs == []
     assert "x * 2" in (repo / "pkg/helpers.py").read_text()
     assert [r["file"] for r in report(repo)["reverts"]] == ["pkg/helpers.py"]

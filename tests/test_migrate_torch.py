@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dynalint.migrate.command import EXIT_WORK_LEFT, MigrateOptions, run_migration
+from dynalint.console import EXIT_FINDINGS
+from dynalint.migrate.command import MigrateOptions, run_migration
 from tests.test_migrate import corrupting_fixer, git, make_repo
 
 pytestmark = pytest.mark.torch
@@ -47,7 +48,7 @@ def migrated(tmp_path_factory):
 
 def test_example_end_to_end(migrated):
     root, run = migrated
-    assert run.returncode == EXIT_WORK_LEFT, run.stderr  # a shape branch and an .item() are left
+    assert run.returncode == EXIT_FINDINGS, run.stderr  # a shape branch and an .item() are left
     assert "(GPU 0)" in run.stderr or "(GPU 1)" in run.stderr  # measured by the per-GPU worker pool
     data = json.loads((root / "dynalint-report/report.json").read_text())
     models = {m["name"]: m for m in data["models"]}
@@ -82,7 +83,7 @@ def test_example_end_to_end(migrated):
 def test_example_second_run_resumes(migrated):
     root, _ = migrated
     run = migrate(root)  # the fixed files are migrate's own changes: no --allow-dirty
-    assert run.returncode == EXIT_WORK_LEFT, run.stderr
+    assert run.returncode == EXIT_FINDINGS, run.stderr
     assert "child processes" not in run.stderr
     assert run.stderr.count("measured already (its files are unchanged since it was verified)") == 2
 
@@ -120,7 +121,7 @@ def test_fix_that_changes_outputs_is_reverted(tmp_path, monkeypatch):
     corrupting_fixer(monkeypatch, lambda name, text: text.replace("* 2", "* 3"))
     opts = MigrateOptions(path=root / "pkg", models=root / "MODELS.py", report_dir=root / "report", timing=False,
                           device="cpu", timeout=300)
-    assert run_migration(opts) == EXIT_WORK_LEFT
+    assert run_migration(opts) == EXIT_FINDINGS
     assert "* 2" in (root / "pkg/net.py").read_text() and "is_compiling" not in (root / "pkg/net.py").read_text()
     data = json.loads((root / "report/report.json").read_text())
     [revert] = data["reverts"]

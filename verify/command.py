@@ -14,7 +14,8 @@ from typing import Optional
 
 import click
 
-EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
+from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
+
 
 
 def _shape(ctx, param, value: Optional[str]) -> Optional[list[int]]:
@@ -28,9 +29,6 @@ def _shape(ctx, param, value: Optional[str]) -> Optional[list[int]]:
         raise click.BadParameter(f"{value!r} is not a shape like 4,16")
     return dims
 
-
-def _error(message: str) -> None:
-    click.echo(f"dynalint: error: {message}", err=True)
 
 
 @click.command(name="verify")
@@ -72,7 +70,7 @@ def verify(target, inputs, input_shape, second_inputs, second_input_shape, unsaf
     """Run TARGET (`file.py::Class`, `file.py::factory` or `pkg.module:Name`) and its in-memory fixed
     version through torch._dynamo.explain; compare outputs and time both compiled versions."""
     if importlib.util.find_spec("torch") is None:
-        _error("torch is not installed; `dynalint verify` needs it: install a torch build for your machine, "
+        error("torch is not installed; `dynalint verify` needs it: install a torch build for your machine, "
                "then `pip install 'dynalint[verify]'`")
         sys.exit(EXIT_ERROR)
     from dynalint.verify.loading import parse_target_args
@@ -82,7 +80,7 @@ def verify(target, inputs, input_shape, second_inputs, second_input_shape, unsaf
     try:
         parsed_args = parse_target_args(target_args)
     except ValueError as exc:
-        _error(f"--arg: {exc}")
+        error(f"--arg: {exc}")
         sys.exit(EXIT_ERROR)
     try:
         report = run_verify(
@@ -92,7 +90,7 @@ def verify(target, inputs, input_shape, second_inputs, second_input_shape, unsaf
             sys_path=[str(p) for p in sys_path], timeout=timeout, verbose=verbose, settings=try_settings,
         )
     except VerifyError as exc:
-        _error(str(exc))
+        error(str(exc))
         if verbose and exc.details:
             click.echo(exc.details.rstrip(), err=True)
         sys.exit(EXIT_ERROR)
@@ -103,6 +101,6 @@ def verify(target, inputs, input_shape, second_inputs, second_input_shape, unsaf
     click.echo(render(report, output_format))
     if fullgraph and report["fullgraph_problems"]:
         if output_format != "json":
-            _error("--fullgraph: " + "; ".join(report["fullgraph_problems"]))
-        sys.exit(EXIT_MISMATCH)
-    sys.exit(EXIT_OK if report["outputs_match"] else EXIT_MISMATCH)
+            error("--fullgraph: " + "; ".join(report["fullgraph_problems"]))
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN if report["outputs_match"] else EXIT_FINDINGS)

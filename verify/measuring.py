@@ -12,7 +12,6 @@ import math
 import os
 import random
 import re
-import statistics
 import sys
 import time
 from collections.abc import Mapping

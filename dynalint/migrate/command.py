@@ -26,9 +26,10 @@ from typing import Callable, Optional
 
 import click
 
+from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
+
 from dynalint.findings import Finding
 
-EXIT_CLEAN, EXIT_WORK_LEFT, EXIT_ERROR = 0, 1, 2
 STEPS = 5
 
 
@@ -231,7 +232,7 @@ def run_migration(opts: MigrateOptions, measure: Optional[Callable] = None) -> i
     )
     written = write_reports(result, opts.report_dir)
     step(5, "report: " + ", ".join(str(p) for p in written))
-    return EXIT_CLEAN if result.all_done() else EXIT_WORK_LEFT
+    return EXIT_CLEAN if result.all_done() else EXIT_FINDINGS
 
 
 def lint_step(files, config, state) -> Linted:
@@ -326,6 +327,6 @@ def migrate(path, models, unsafe_fixes, device, report_dir, allow_dirty, backend
     try:
         code = run_migration(opts)
     except MigrateError as exc:
-        click.echo(f"dynalint: error: {exc}", err=True)
+        error(str(exc))
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_CLEAN if exit_zero and code == EXIT_WORK_LEFT else code)
+    sys.exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
