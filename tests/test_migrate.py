@@ -452,3 +452,51 @@ def test_exit_zero_when_work_is_left(repo, monkeypatch):
     result = CliRunner().invoke(main, ["migrate", "pkg", "--models", "MODELS.py", "--report", "report", "--exit-zero"])
     assert result.exit_code == EXIT_CLEAN, result.output
     assert report(repo)["reverts"]
+
+
+# --------------------------------------------------------------------------------------------
+# Dynamo settings on models that still break
+
+
+class SettingsMeasure(FakeMeasure):
+    """capture_scalar_outputs removes the EXTRA_GRAPHS breaks; capture_dynamic_output_shape_ops
+    changes the compiled outputs."""
+
+    def __call__(self, spec: dict, timeout: float = 600) -> dict:
+        result = super().__call__(spec, timeout)
+        settings = spec.get("dynamo_config") or {}
+        if settings and not result.get("error"):
+            if settings.get("capture_scalar_outputs"):
+                extra = 5 * sum(t.count("EXTRA_GRAPHS") for t in self.texts(spec).values())
+                result["graph_count"] -= extra
+                result["graph_break_count"] -= extra
+            result["compiled_outputs_match"] = not settings.get("capture_dynamic_output_shape_ops")
+        return result
+
+
+def test_try_settings_suggests_a_setting_for_models_that_still_break(repo):
+    net = repo / "pkg/net.py"
+    net.write_text(net.read_text(encoding="utf-8") + "\n# EXTRA_GRAPHS\n", encoding="utf-8")
+    fake = SettingsMeasure(repo)
+    run_migration(options(repo, allow_dirty=True, try_settings=True), measure=fake)
+    tried_specs = [s for s in fake.specs if s.get("dynamo_config")]
+    assert tried_specs and all(s["compiled_outputs"] and not s["timing"] and s.get("reference_dir") for s in tried_specs)
+    models = [m for m in report(repo)["models"] if m["settings_tried"]]
+    assert {m["name"] for m in models} == {"net", "other"}  # both load pkg/net.py
+    model = models[0]
+    by_text = {t["text"]: t for t in model["settings_tried"]}
+    scalar = by_text["torch._dynamo.config.capture_scalar_outputs = True"]
+    assert scalar["suggested"] and scalar["graph_break_count"] == model["after"]["graph_break_count"] - 5
+    both = [t for t in model["settings_tried"] if len(t["settings"]) == 2][0]
+    assert not both["suggested"] and not both["outputs_match"]  # fewer breaks, but the outputs changed
+    md = (repo / "report/report.md").read_text(encoding="utf-8")
+    assert "## Dynamo settings tried on models that still break" in md and "capture_scalar_outputs = True" in md
+
+
+def test_settings_are_not_tried_without_the_flag(repo):
+    net = repo / "pkg/net.py"
+    net.write_text(net.read_text(encoding="utf-8") + "\n# EXTRA_GRAPHS\n", encoding="utf-8")
+    fake = SettingsMeasure(repo)
+    run_migration(options(repo, allow_dirty=True), measure=fake)
+    assert not any(s.get("dynamo_config") for s in fake.specs)
+    assert all(m["settings_tried"] is None for m in report(repo)["models"])

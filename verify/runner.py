@@ -268,17 +268,20 @@ def setting_text(settings: dict) -> str:
     return ", ".join(f"torch._dynamo.config.{k} = {v!r}" for k, v in settings.items())
 
 
-def try_settings(spec: dict, base: dict, overrides: dict[str, str], ref: str, timeout: float) -> list[dict]:
-    """Each of DYNAMO_SETTINGS on the code verify ends with (fixed if fixes applied): graphs,
-    breaks, compiled outputs vs the original's; the best one that lowers the breaks is suggested."""
+def settings_specs(spec: dict) -> list[dict]:
+    """One child spec per entry of DYNAMO_SETTINGS: graphs and one compiled call's outputs, no timing."""
+    return [{**spec, "timing": False, "trace": False, "dynamo_config": settings, "compiled_outputs": True}
+            for settings in DYNAMO_SETTINGS]
+
+
+def judge_settings(base: dict, results: list[dict]) -> list[dict]:
+    """The children of `settings_specs` against the code's own graphs (`base`): each setting's graphs,
+    breaks and outputs; the one with fewest breaks that lowers them with outputs equal is suggested."""
     tried = []
-    for settings in DYNAMO_SETTINGS:
-        result = measure({**spec, "timing": False, "trace": False, "dynamo_config": settings,
-                          "source_override": overrides or None, "reference_dir": ref, "compiled_outputs": True},
-                         timeout)
+    for settings, result in zip(DYNAMO_SETTINGS, results):
         entry = {"settings": settings, "text": setting_text(settings), "suggested": False}
-        if result.get("error"):
-            entry["error"] = result["error"]
+        if not result or result.get("error"):
+            entry["error"] = (result or {}).get("error") or "not measured"
         else:
             entry.update(graph_count=result["graph_count"], graph_break_count=max(result["graph_break_count"], 0),
                          outputs_match=bool(result.get("compiled_outputs_match")),
@@ -290,6 +293,12 @@ def try_settings(spec: dict, base: dict, overrides: dict[str, str], ref: str, ti
     if better:
         min(better, key=lambda t: (t["graph_break_count"], len(t["settings"])))["suggested"] = True
     return tried
+
+
+def try_settings(spec: dict, base: dict, overrides: dict[str, str], ref: str, timeout: float) -> list[dict]:
+    """DYNAMO_SETTINGS on the code verify ends with (fixed if fixes applied), judged against `base`."""
+    specs = settings_specs({**spec, "source_override": overrides or None, "reference_dir": ref})
+    return judge_settings(base, [measure(s, timeout) for s in specs])
 
 
 def verify(

@@ -43,6 +43,7 @@ class MigrateOptions:
     models: Path
     report_dir: Path = Path("dynalint-report")
     unsafe_fixes: bool = False
+    try_settings: bool = False  # also try Dynamo settings on models that still break
     allow_dirty: bool = False
     device: str = "auto"
     backend: str = "inductor"
@@ -280,7 +281,10 @@ def verify_step(opts: MigrateOptions, files, before: Linted, fix: FixStep, confi
     step(3, f"verify: {plural(len(entries), 'model')} on device {opts.device}")
     verifier = ModelVerifier(Tree(dict(fix.originals)), code, state, options, str(opts.models),
                              list(dict.fromkeys(sys_path)), measurer, progress)
-    return code, verifier, verifier.run(entries)
+    runs = verifier.run(entries)
+    if opts.try_settings:
+        verifier.try_settings(runs)
+    return code, verifier, runs
 
 
 def _with_models_file(files, summaries, models: Path, config):
@@ -315,15 +319,18 @@ def _with_models_file(files, summaries, models: Path, config):
 @click.option("--path", "sys_path", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder to put on sys.path for MODELS.py (repeatable).")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False), help="Config file to use.")
+@click.option("--try-settings", is_flag=True,
+              help="Also try Dynamo settings (capture_scalar_outputs, ...) on models that still break; suggest one "
+                   "that lowers the breaks with outputs equal.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings, reverts or failing models are left.")
 @click.help_option("-h", "--help")
 def migrate(path, models, unsafe_fixes, device, report_dir, allow_dirty, backend, repeat, warmup, no_timing, seed,
-            timeout, sys_path, config_file, exit_zero):
+            timeout, sys_path, config_file, try_settings, exit_zero):
     """Migrate PATH to torch.compile: lint, fix, verify the fixes on the models of MODELS.py, report."""
     opts = MigrateOptions(path=path, models=models, report_dir=report_dir, unsafe_fixes=unsafe_fixes,
                           allow_dirty=allow_dirty, device=device, backend=backend, repeat=repeat, warmup=warmup,
                           timing=not no_timing, seed=seed, timeout=timeout, sys_path=list(sys_path),
-                          config_file=config_file)
+                          config_file=config_file, try_settings=try_settings)
     try:
         code = run_migration(opts)
     except MigrateError as exc:

@@ -166,12 +166,27 @@ def missed_table(data: dict) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def settings_table(data: dict) -> tuple[list[str], list[list[str]]]:
+    head = ["model", "Dynamo setting", "graphs", "breaks", "outputs match", "suggested"]
+    rows = []
+    for m in data["models"]:
+        for t in m.get("settings_tried") or ():
+            if t.get("error"):
+                rows.append([m["name"], t["text"], "-", "-", f"failed: {t['error']}", "no"])
+            else:
+                rows.append([m["name"], t["text"], str(t["graph_count"]), str(t["graph_break_count"]),
+                             fmt(t["outputs_match"]), "yes" if t["suggested"] else "no"])
+    return head, rows
+
+
 SECTIONS = [
     ("rules", "Findings per rule", rules_table, "No findings."),
     ("models", "Models", models_table, "No models."),
     ("reverts", "Reverted fixes", reverts_table, "No fix was reverted."),
     ("needs-human", "Left for a human", human_table, "Nothing: every finding was fixed and verified."),
     ("missed-breaks", "Graph breaks no rule reported", missed_table, "None: every break Dynamo reported has a finding."),
+    ("settings", "Dynamo settings tried on models that still break", settings_table,
+     "None tried (`--try-settings` tries them on models with breaks left after the fixes)."),
     ("files", "Findings per file", files_table, "No findings."),
 ]
 

@@ -190,7 +190,7 @@ def model_row(run) -> dict:
         "fix_speedup": paired.get("speedup") if paired else _ratio(compiled_before, compiled_after),
         "fix_speedup_ci": paired.get("ci"), "fix_verdict": ta.get("verdict"), "timing_warnings": warnings,
         "device": before.get("device"), "device_name": before.get("device_name"), "torch": before.get("torch"),
-        "reverted": run.reverted, "trials": run.trials,
+        "reverted": run.reverted, "trials": run.trials, "settings_tried": run.settings,
         "error": before.get("error") or after.get("error"),
     }
 

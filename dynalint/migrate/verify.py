@@ -198,6 +198,7 @@ class ModelRun:
     same_code: bool = False  # none of its files changed: after is before
     reverted: list[dict] = field(default_factory=list)  # [{file, reason}] reverted because of this model
     trials: list[dict] = field(default_factory=list)
+    settings: Optional[list[dict]] = None  # Dynamo settings tried on the fixed code (--try-settings)
 
     @property
     def name(self) -> str:
@@ -370,6 +371,23 @@ class ModelVerifier:
             for run in pending:
                 run.after = None
         return runs
+
+    def try_settings(self, runs: list[ModelRun]) -> None:
+        """Dynamo settings on each model that still breaks after the fixes (the files on disk)."""
+        from dynalint.verify.runner import judge_settings, settings_specs
+
+        owners = [r for r in runs if not r.broken and r.after and not r.after.get("error")
+                  and (r.after.get("graph_break_count") or 0) > 0]
+        if not owners:
+            return
+        self.progress(f"Dynamo settings: {len(owners)} model{'s' if len(owners) != 1 else ''} with breaks left")
+        jobs = [settings_specs(self._spec(r.entry, reference_dir=str(self.state.reference_dir(r.name))))
+                for r in owners]
+        for index, results, _ in self.measurer.run(jobs):
+            run = owners[index]
+            run.settings = judge_settings(run.after, list(results))
+            best = next((t["text"] for t in run.settings if t["suggested"]), None)
+            self.progress(f"  {run.name}: " + (f"suggested {best}" if best else "no setting lowers the breaks"))
 
     # -- blame and revert ----------------------------------------------------------------------
     def _candidates(self, run: ModelRun, changed: list[str]) -> list[str]:
