@@ -131,7 +131,7 @@ CASES = [
 
 
 def run_case(case: Case, device: str, repeat: int, unsafe: bool, timeout: float, max_time: float = 60.0,
-             cold_compile: bool = True) -> dict:
+             cold_compile: bool = True, settings: bool = False) -> dict:
     from dynalint.verify.runner import VerifyError, verify
 
     opts = dict(case.options)
@@ -140,7 +140,7 @@ def run_case(case: Case, device: str, repeat: int, unsafe: bool, timeout: float,
                         unsafe_fixes=unsafe or bool(opts.get("unsafe_fixes")),
                         input_shape=opts.get("input_shape"), second_input_shape=opts.get("second_input_shape"),
                         dynamic=opts.get("dynamic"), target_args=opts.get("target_args"), max_seconds=max_time,
-                        cold_compile=cold_compile)
+                        cold_compile=cold_compile, settings=settings)
     except VerifyError as exc:
         return {"target": case.target, "error": str(exc), "details": exc.details[-3000:]}
     return report
@@ -173,6 +173,11 @@ def table_row(case: Case, report: dict, run: str = "") -> str:
         speedup = f"{t['speedup']:.2f}x [{t['speedup_ci'][0]:.2f}-{t['speedup_ci'][1]:.2f}] {t['verdict']}"
     compile_s = f"{_fmt(t.get('compile_before_s'), '.1f')} → {_fmt(t.get('compile_after_s'), '.1f')}"
     match = "yes" if report["outputs_match"] else "NO"
+    tried = report.get("settings_tried")
+    if tried is not None:
+        best = next((t for t in tried if t["suggested"]), None)
+        findings += (f"; suggested {', '.join(best['settings'])}: {best['graph_count']} / {best['graph_break_count']}"
+                     if best else "; no Dynamo setting helps")
     warnings = "; ".join(w.split(":")[0] for w in t.get("warnings") or ()) or "-"
     busy = t.get("gpu_busy") or {}
     if busy:
@@ -200,6 +205,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--warm-cache", action="store_true",
                         help="let compiles reuse the Inductor cache (faster; compile times are then warm)")
     parser.add_argument("--unsafe-fixes", action="store_true")
+    parser.add_argument("--try-settings", action="store_true", help="also try Dynamo settings (verify --try-settings)")
     parser.add_argument("--budget", type=float, default=540.0, help="stop starting cases after this many seconds")
     parser.add_argument("--timeout", type=float, default=300.0, help="per child process")
     parser.add_argument("--out", help="write table.md, reports.json ({case: report}) and reports.txt (each "
@@ -226,7 +232,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 continue
             t0 = time.perf_counter()
             report = run_case(case, args.device, args.repeat, args.unsafe_fixes, args.timeout, args.max_time,
-                              cold_compile=not args.warm_cache)
+                              cold_compile=not args.warm_cache, settings=args.try_settings)
             label = f"run {run}" if args.runs > 1 else ""
             reports[f"{case.name}{f' ({label})' if label else ''}"] = report
             rows.append(table_row(case, report, label))
