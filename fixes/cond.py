@@ -16,7 +16,9 @@ the `if`'s own tensor: `torch.cond` takes its truth as `if` does (one element, a
 
 Applied only when each branch is plain assignments to names (and, in the return form, a final
 `return`): no in-place methods, augmented assignments, attribute or item stores, prints, nested
-statements or `.item()`-style calls; outputs are tensors never None. `torch.cond` (probed on torch
+statements or `.item()`-style calls; outputs are tensors never None, and each output is
+provably of one shape in both branches (fixes/shapes.py: elementwise or shape-keeping work on the
+same tensors, `self.a(x) * 2` against `self.a(x) - 1`, never `F.pad(x, ..)` against `x`). `torch.cond` (probed on torch
 2.13) traces calls of submodules, dropout and closures, and rejects a branch output that is its
 input or a view of it: such outputs are returned as `.clone()`.
 
@@ -37,6 +39,7 @@ from dynalint.findings import UNSAFE, Edit
 from .base import SourceInfo, guarded, make_fix, source_info
 from .imports import torch_reference
 from .purity import IMPURE_METHODS
+from .shapes import same_shape_and_dtype, signature
 from .variables import may_be_none, variable_names
 from .where import _fresh, _mentions_numpy, _names_in, definite_tensor_test
 
@@ -147,9 +150,38 @@ def _plan(info: SourceInfo, ctx, reported) -> Optional[Plan]:
     for name in operands:
         if ctx.kind(cst.Name(name)) not in TENSOR_KINDS or may_be_none(ctx.fn, name) or not _bound_before(info, ctx, name, owner):
             return None
+    if not _same_outputs(ctx, arms, outputs, returns):
+        return None
     if negated:
         arms = arms[::-1]
     return Plan(replaced, reported, negated, arms, outputs, operands, returns)
+
+
+def _same_outputs(ctx, arms: list, outputs: list, returns: bool) -> bool:
+    """Do both branches provably return tensors of one shape and dtype (fixes/shapes.py)?
+    `torch.cond` raises at the first call otherwise."""
+    envs = [_signatures(ctx, arm[:-1] if returns else arm) for arm in arms]
+    if returns:
+        values = [_return_value(arm) for arm in arms]
+        pairs = [(values[0], values[1])]
+        if isinstance(values[0], cst.Tuple):
+            pairs = [(x.value, y.value) for x, y in zip(values[0].elements, values[1].elements)]
+    else:
+        pairs = [(name, name) for name in outputs]
+    return all(same_shape_and_dtype(x, y, ctx, envs[0], envs[1]) for x, y in pairs)
+
+
+def _signatures(ctx, arm: list) -> dict:
+    """Signatures (fixes/shapes.py) of the names an arm assigns, after its statements (None for
+    names unpacked from a tuple: unknown)."""
+    env: dict = {}
+    for stmt in arm:
+        small = stmt.body[0]
+        found = signature(small.value, ctx, env)  # the value is evaluated before the binding
+        single = isinstance(small, cst.AnnAssign) or all(isinstance(t.target, cst.Name) for t in small.targets)
+        for name in _assigned_by(stmt):
+            env[name] = found if single else None
+    return env
 
 
 # Tensor methods whose result is not a tensor.

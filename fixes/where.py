@@ -11,7 +11,10 @@ Shapes handled, when both branches are side-effect-free tensor expressions (or a
     A if c else B          ->  torch.where(c, A, B)
 `if not c` swaps the branches. A condition that is not a comparison (`if t.sum():`) becomes
 `t.sum().bool()`, which is what Python's truth test of a one-element tensor computes.
-Branches with other work get no fix: that is `torch.cond`'s job.
+Branches with other work get no fix: that is `torch.cond`'s job. Nor do branches that may differ
+in shape (fixes/shapes.py): `torch.where` broadcasts them, so `F.pad(x, ..)` against `x` would
+raise and `x.sum(-1, keepdim=True)` against `x` would silently take x's shape; both branches must
+be elementwise (or shape-keeping) work on the same tensors, and both or neither a mask.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dynalint.findings import UNSAFE, Edit
 from .base import SourceInfo, atom_text, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
 from .purity import LITERALS, is_number, pure
+from .shapes import same_shape_and_dtype
 from .variables import may_be_none, variable_names
 
 
@@ -102,6 +106,11 @@ def _plan(info: SourceInfo, ctx, reported: cst.BaseExpression) -> Optional[Where
     for x in nodes:
         names |= variable_names(x)
     if any(may_be_none(ctx.fn, n) for n in names):
+        return None
+    # `torch.where` broadcasts its branches: `F.pad(x, ..)` against `x` raises, `x.sum(-1,
+    # keepdim=True)` against `x` silently takes x's shape. A Python number broadcasts to the
+    # other branch, where eager code had the number.
+    if not (is_number(a) or is_number(b) or same_shape_and_dtype(a, b, ctx)):
         return None
     if negated:
         a, b = b, a

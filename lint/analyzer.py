@@ -627,6 +627,12 @@ class FunctionContext(cst.CSTVisitor):
                 node = node.value
             elif type(node) is cst.Name:
                 return node.value in self.numpy_names
+            elif type(node) in (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation):
+                # `x.shape[-1] % n` with n from NumPy is a NumPy number; with a torch tensor
+                # operand the result is a torch tensor.
+                parts = _operands(node)
+                numpy = [self.is_numpy(p) for p in parts]
+                return any(numpy) and not any(self.is_tensor(p) and not n for p, n in zip(parts, numpy))
             else:
                 return False
 
@@ -1461,3 +1467,11 @@ def _file_finding_summary(filename: str, module_name: str, reason: str, code: st
     summary = FileSummary(filename=filename, module=module_name)
     summary.findings.append(Finding(code, reason, filename, 1, 1, 1, 1))
     return summary
+
+
+def _operands(node: cst.BaseExpression) -> list:
+    if type(node) is cst.BinaryOperation:
+        return [node.left, node.right]
+    if type(node) is cst.Comparison:
+        return [node.left] + [c.comparator for c in node.comparisons]
+    return [node.expression]

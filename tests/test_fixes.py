@@ -684,6 +684,91 @@ def test_no_where_when_a_branch_variable_may_be_none():
     assert [(f.code, f.fix) for f in result.remaining] == [("DYN120", None)] * 3
 
 
+def test_no_where_or_cond_for_branches_that_may_differ_in_shape_or_dtype():
+    """`if x.shape[-1] % n != 0: x = F.pad(x, ..)` (n from NumPy: the test is a break) became
+    `torch.where(.., F.pad(x, ..), x)`, whose branches have different shapes: a runtime error
+    (and `x.sum(-1, keepdim=True)` against `x` would silently broadcast). `torch.cond` raises at
+    the first call for such branches. Neither is offered unless the branches are provably of one
+    shape (elementwise work on the same tensors) and both or neither a mask."""
+    result = fixed(
+        """
+        import numpy as np
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+
+            def forward(self, x, n: int):
+                block = np.int64(n)
+                pad = x.shape[-1] % block
+                if pad != 0:
+                    x = F.pad(x, (0, 1))
+                y = x * 2
+                if y.sum() > 0:
+                    y = F.pad(y, (0, 1))
+                if y.mean() > 0:
+                    y = torch.cat([y, y], dim=-1)
+                else:
+                    y = y * 2
+                if y.amax() > 0:
+                    y = y.reshape(-1)
+                y = y.view(2, -1) if y.amin() > 0 else y
+                if y.std() > 0:
+                    y = y[:, :2]
+                if y.var() > 0:
+                    y = y.sum(-1, keepdim=True)
+                if y.norm() > 0:
+                    return self.proj(y)
+                if y.max() > 0:
+                    y = y > 0
+                if y.min() > 1:
+                    z = F.pad(y, (1, 1))
+                    y = z * 2
+                if y.prod() > 1:
+                    y = y + 1
+                    return y.t()
+                if y.abs().sum() > 1:
+                    y = y * self.proj.weight
+                return y
+        """
+    )
+    assert result.text == result.original
+    assert [(f.code, f.fix) for f in result.remaining if f.code == "DYN120"] == [("DYN120", None)] * 12
+
+
+def test_where_and_cond_for_shape_keeping_branches():
+    result = fixed(
+        """
+        import torch
+        import torch.nn.functional as F
+
+        @torch.compile
+        def f(x, mask: torch.Tensor):
+            y = x * 2
+            if y.sum() > 0:
+                y = F.softmax(y, dim=-1).clamp(min=1e-6)
+            if y.mean() > 0:
+                y = y.masked_fill(y > 1, 0.0)
+            else:
+                y = torch.zeros_like(y) - y.cumsum(-1)
+            if y.amax() > 0:
+                z = F.pad(y, (0, 1))[..., :-1]
+                y = z * 2 + z.sigmoid()
+            else:
+                y = F.pad(y, (0, 1))[..., :-1]
+            return y
+        """
+    )
+    assert "y = torch.where(y.sum() > 0, F.softmax(y, dim=-1).clamp(min=1e-6), y)" in result.text
+    assert "y = torch.where(y.mean() > 0, y.masked_fill(y > 1, 0.0), torch.zeros_like(y) - y.cumsum(-1))" in result.text
+    assert "y = torch.cond(y.amax() > 0, y_if_true, y_if_false, (y,))" in result.text
+    assert not result.remaining
+
+
 def test_call_both_branches_make_is_evaluated_once_before_torch_where():
     """The seed article's example: the same submodule call in both branches runs once either
     way, so it runs once before the `where`, after the condition (bound first, so the call's
@@ -782,9 +867,11 @@ def test_calls_not_made_once_in_both_branches_in_one_order_are_not_hoisted():
                 return self.a(x) + 1 if x.sum() > 0 else self.a(x) - 1
         """
     )
-    # No `torch.where`: the `if` statements become `torch.cond`, the expression keeps its finding.
-    assert "torch.where" not in result.text and result.text.count("torch.cond(") == 3
-    assert [f.code for f in result.remaining] == ["DYN120"]
+    # No `torch.where`: the `if` statements become `torch.cond`, the expression keeps its finding,
+    # and so does `one` (`a(x) + b(x)` against `a(x)`: b's output may broadcast to another shape).
+    assert "torch.where" not in result.text and result.text.count("torch.cond(") == 2
+    assert "def one(self, x):\n        if x.sum() > 0:" in result.text
+    assert [f.code for f in result.remaining] == ["DYN120"] * 2
 
 
 def test_raise_on_a_tensor_test_becomes_assert_async():
@@ -932,6 +1019,31 @@ def test_branches_with_other_work_become_torch_cond_and_elif_gets_none():
             return x
         """,
     )
+
+
+def test_the_output_of_torch_cond_is_a_tensor():
+    """`torch.cond` returns tensors: a branch on its output breaks the graph as any tensor test
+    does (it was listed among torch's non-tensor functions, so such a branch went unreported)."""
+    result = fixed(
+        """
+        import torch
+
+        def double(x):
+            return x * 2
+
+        def halve(x):
+            return x / 2
+
+        @torch.compile
+        def f(x):
+            y = torch.cond(x.sum() > 0, double, halve, (x,))
+            if y.mean() > 0:
+                raise ValueError("positive")
+            return y
+        """
+    )
+    assert '    torch._assert_async(torch.logical_not(y.mean() > 0), "ValueError: positive")\n' in result.text
+    assert not result.remaining
 
 
 def test_branches_torch_cond_cannot_take_get_no_fix():

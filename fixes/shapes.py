@@ -1,0 +1,188 @@
+"""Do two branches of a `torch.where` / `torch.cond` fix produce tensors of the same shape?
+
+`torch.where(c, A, B)` broadcasts A against B: when `if c: x = F.pad(x, (0, 1))` becomes
+`torch.where(c, F.pad(x, (0, 1)), x)` the shapes do not broadcast (a runtime error), and where
+they do (`x.sum(-1, keepdim=True)` against `x`) the result silently takes the larger shape.
+`torch.cond` raises at the first call when its branches' outputs differ in shape or dtype.
+
+So a branch value is described by a signature, (leaves, dtype tag), and the fixes are offered
+only when both branches' signatures are equal:
+  - leaves: the tensors the value is computed from elementwise (or shape-preservingly, as
+    `softmax(x, -1)`, `x.cumsum(0)`, `torch.zeros_like(x)`), each written as its source text.
+    Anything else (a call of a submodule, `F.pad`, `cat`, `reshape`, indexing, a reduction, a
+    conversion `.float()`, an unknown call) is an opaque leaf: the same text in both branches
+    has the same shape, any other text may not. The result's shape is the broadcast of the
+    leaves' shapes, so equal sets of leaves give equal shapes.
+  - dtype tag: "bool" for comparisons and logical functions, "" otherwise, so that a mask is
+    never selected against a number tensor. Python numbers do not change a floating tensor's
+    dtype; an integer tensor divided (`x / 2`) is promoted to float in both branches by
+    `torch.where` (values unchanged), which `torch.cond` would refuse at its first call.
+Python numbers are no leaves: `x * 2` and `x - 1` have the same signature. In `torch.cond`
+branches, names assigned earlier in the branch stand for the signature of their value.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+import libcst as cst
+
+# Tensor methods / torch functions (last dotted part) whose result has the shape of their tensor
+# operands broadcast together (other arguments are dims, bounds, flags).
+SHAPE_KEEPING = frozenset(
+    """
+    abs absolute neg negative positive relu relu6 sigmoid tanh exp exp2 expm1 log log1p log2 log10
+    sqrt rsqrt sin cos tan asin acos atan sinh cosh asinh acosh atanh erf erfc erfinv gelu silu
+    mish softplus softsign elu selu celu leaky_relu hardtanh hardswish hardsigmoid hardshrink
+    softshrink tanhshrink logsigmoid sign sgn floor ceil round trunc frac fix reciprocal square
+    clamp clip clamp_min clamp_max nan_to_num softmax log_softmax softmin logit
+    cumsum cumprod cummax cummin logcumsumexp clone contiguous detach dropout alpha_dropout
+    feature_alpha_dropout add sub subtract mul multiply div divide true_divide floor_divide
+    remainder fmod pow float_power maximum minimum fmax fmin atan2 arctan2 hypot lerp addcmul
+    addcdiv where masked_fill copysign xlogy bitwise_and bitwise_or bitwise_xor bitwise_not
+    zeros_like ones_like empty_like full_like rand_like randn_like randint_like
+    """.split()
+)
+# The same, with a boolean result.
+BOOL_RESULT = frozenset(
+    """
+    eq ne gt lt ge le greater less greater_equal less_equal not_equal logical_not logical_and
+    logical_or logical_xor isnan isinf isfinite isposinf isneginf isreal signbit
+    """.split()
+)
+ARITHMETIC = (
+    cst.Add,
+    cst.Subtract,
+    cst.Multiply,
+    cst.Divide,
+    cst.FloorDivide,
+    cst.Modulo,
+    cst.Power,
+)
+BITWISE = (cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
+
+Signature = tuple  # (frozenset of leaf keys, dtype tag)
+
+
+def same_shape_and_dtype(a, b, ctx, env_a: Optional[dict] = None, env_b: Optional[dict] = None) -> bool:
+    """Are the values a and b (expressions, or names as str) provably of one shape and dtype
+    class? env_*: signatures of names the branch assigned before (None: unknown)."""
+    sa, sb = signature(a, ctx, env_a or {}), signature(b, ctx, env_b or {})
+    return sa is not None and sa == sb
+
+
+def signature(node, ctx, env: dict) -> Optional[Signature]:
+    if isinstance(node, str):
+        node = cst.Name(node)
+    if isinstance(node, (cst.Integer, cst.Float)) or _scalar(node, ctx):
+        return frozenset(), ""
+    if isinstance(node, cst.Name) and node.value in env:
+        return env[node.value]
+    if isinstance(node, cst.UnaryOperation):
+        if isinstance(node.operator, cst.Not):
+            return None
+        return signature(node.expression, ctx, env)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, ARITHMETIC + BITWISE):
+        return _combine([node.left, node.right], ctx, env, bitwise=isinstance(node.operator, BITWISE))
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        op = node.comparisons[0].operator
+        if isinstance(op, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+            return None
+        combined = _combine([node.left, node.comparisons[0].comparator], ctx, env)
+        return None if combined is None else (combined[0], "bool")
+    if isinstance(node, cst.Call) and not any(a.star for a in node.args):
+        found = _call(node, ctx, env)
+        if found is not None:
+            return found
+    return _opaque(node, ctx, env)
+
+
+def _combine(parts: list, ctx, env: dict, bitwise: bool = False) -> Optional[Signature]:
+    leaves: set = set()
+    tags = []
+    for part in parts:
+        s = signature(part, ctx, env)
+        if s is None:
+            return None
+        leaves |= s[0]
+        if s[0]:
+            tags.append(s[1])
+    if not tags:
+        return frozenset(leaves), ""
+    # Arithmetic on a mask gives numbers (`mask * 1`); bitwise operations on masks keep masks.
+    bool_result = bitwise and all(t == "bool" for t in tags)
+    return frozenset(leaves), "bool" if bool_result else ""
+
+
+def _call(node: cst.Call, ctx, env: dict) -> Optional[Signature]:
+    func = node.func
+    q = ctx.qualname(func) or ""
+    if q.startswith("torch.") and not q.startswith("torch.nn.") or q.startswith("torch.nn.functional."):
+        name, operands = q.rsplit(".", 1)[-1], [a.value for a in node.args]
+    elif isinstance(func, cst.Attribute) and (
+        isinstance(func.value, cst.Name) and func.value.value in env or not q and ctx.is_tensor(func.value)
+    ):
+        name, operands = func.attr.value, [func.value] + [a.value for a in node.args]
+    else:
+        return None
+    if name in ("view_as", "reshape_as", "expand_as") and len(node.args) == 1 and operands[0] is func.value:
+        # the argument's shape, the receiver's dtype
+        shape, dtype = signature(node.args[0].value, ctx, env), signature(func.value, ctx, env)
+        return None if shape is None or dtype is None else (shape[0], dtype[1])
+    if name not in SHAPE_KEEPING and name not in BOOL_RESULT:
+        return None
+    if any(a.keyword is not None and a.keyword.value in ("out", "dtype") for a in node.args):
+        return None
+    tensors = [v for v in operands if _is_tensor_operand(v, ctx, env)]
+    if not tensors:
+        return None
+    combined = _combine(tensors, ctx, env)
+    if combined is None:
+        return None
+    return combined[0], "bool" if name in BOOL_RESULT else combined[1]
+
+
+def _scalar(node, ctx) -> bool:
+    """A Python number for sure: `torch.finfo(x.dtype).max`, `x.shape[-1]`, `x.size(0)`, `x.dim()`,
+    arithmetic of these and literals."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
+        return _scalar(node.expression, ctx)
+    if isinstance(node, cst.BinaryOperation):
+        return _scalar(node.left, ctx) and _scalar(node.right, ctx)
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Call):
+        q = ctx.qualname(node.value.func) or ""
+        return q in ("torch.finfo", "torch.iinfo") and node.attr.value in ("max", "min", "eps", "tiny", "bits")
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("size", "dim"):
+        return len(node.args) == (1 if node.func.attr.value == "size" else 0)  # x.size() is a torch.Size
+    return False
+
+
+def _is_tensor_operand(node, ctx, env: dict) -> bool:
+    if isinstance(node, cst.Name) and node.value in env:
+        return True
+    return ctx.is_tensor(node)
+
+
+def _opaque(node: cst.CSTNode, ctx, env: dict) -> Optional[Signature]:
+    """node as a leaf of its own: its source text, unless it reads a name the branch assigned (the
+    same text would then be a different value in each branch)."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, cst.Name) and cur.value in env:
+            return None
+        stack.extend(cur.children)
+    return frozenset([_key(node)]), ""
+
+
+def _key(node: cst.CSTNode) -> str:
+    text = cst.Module([]).code_for_node(node)
+    try:
+        return ast.dump(ast.parse(f"({text})", mode="eval"))
+    except SyntaxError:
+        return text
