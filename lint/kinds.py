@@ -31,7 +31,7 @@ TORCH_NON_TENSOR_FUNCS = frozenset(
     is_autocast_enabled get_autocast_gpu_dtype get_autocast_dtype is_anomaly_enabled
     compile typename result_type promote_types can_cast broadcast_shapes use_deterministic_algorithms
     are_deterministic_algorithms_enabled get_num_threads set_num_threads is_deterministic_algorithms_warn_only_enabled
-    save load cond vmap
+    save load vmap
     """.split()
 )
 # `torch._C.*` namespaces whose functions are tensor operators; the rest of `torch._C` is not.
