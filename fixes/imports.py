@@ -11,6 +11,7 @@ import libcst as cst
 from dynalint.findings import Edit
 
 from .base import SourceInfo, insert_line_before, is_docstring
+from .variables import variable_reads
 
 
 def _dotted(node: cst.BaseExpression) -> Optional[str]:
@@ -253,27 +254,8 @@ def debugger_import_names(stmt: cst.CSTNode) -> Optional[set[str]]:
 
 def name_uses(root: cst.CSTNode, name: str, skip: Iterable[cst.CSTNode] = ()) -> int:
     """How often `name` appears as a variable reference under root (attribute names and keyword
-    argument names do not count), leaving out the `skip` subtrees."""
-    skip_ids = {id(n) for n in skip}
-    count = 0
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in skip_ids:
-            continue
-        if isinstance(node, cst.Name):
-            count += node.value == name
-            continue
-        if isinstance(node, cst.Attribute):
-            stack.append(node.value)
-            continue
-        if isinstance(node, cst.Arg):
-            stack.append(node.value)
-            continue
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            continue
-        stack.extend(node.children)
-    return count
+    argument names do not count, nor import statements), leaving out the `skip` subtrees."""
+    return len(variable_reads(root, name, skip, skip_imports=True))
 
 
 def unused_debugger_imports(info: SourceInfo, removed: Iterable[cst.CSTNode]) -> list[cst.SimpleStatementLine]:

@@ -18,6 +18,7 @@ from dynalint.findings import UNSAFE
 
 from .base import guarded, make_fix, replace_node, source_info
 from .imports import bound_module_name, import_module_edit
+from .variables import variable_reads
 
 # numpy function -> its Python equivalent on Python numbers, and how many positional arguments.
 MATH_EQUIVALENT = {"lcm": "math.lcm", "gcd": "math.gcd", "prod": "math.prod", "sum": "sum"}
@@ -93,29 +94,8 @@ def _used_as_number(info, ctx, node: cst.CSTNode, depth: int = 0) -> bool:
     if isinstance(parent, cst.Assign) and parent.value is top and depth < 2 and len(parent.targets) == 1:
         target = parent.targets[0].target
         if isinstance(target, cst.Name):
-            return any(_used_as_number(info, ctx, use, depth + 1) for use in _uses(ctx.fn, target))
+            return any(_used_as_number(info, ctx, use, depth + 1) for use in variable_reads(ctx.fn, target.value, skip=[target]))
     return False
-
-
-def _uses(root: cst.CSTNode, target: cst.Name) -> list[cst.Name]:
-    """Reads of the variable `target` names under root (attribute and keyword names are not reads)."""
-    out, stack = [], [root]
-    while stack:
-        node = stack.pop()
-        if node is target:
-            continue
-        if isinstance(node, cst.Name):
-            if node.value == target.value:
-                out.append(node)
-            continue
-        if isinstance(node, cst.Attribute):
-            stack.append(node.value)
-            continue
-        if isinstance(node, cst.Arg):
-            stack.append(node.value)
-            continue
-        stack.extend(node.children)
-    return out
 
 
 def number_use(call: cst.Call, ctx) -> bool:

@@ -22,6 +22,7 @@ from dynalint.findings import UNSAFE
 from .base import SourceInfo, atom_text, guarded, make_fix, replace_node, source_info
 from .purity import ARITHMETIC, pure
 from .statements import delete_statements
+from .variables import variable_reads
 
 COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
@@ -94,50 +95,9 @@ def _unused_statement(info: SourceInfo, ctx, stmt, call: cst.Call) -> Optional[c
         return stmt
     if isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1:
         target = small.targets[0].target
-        if isinstance(target, cst.Name) and _references(ctx.fn, target.value, exclude=target) == 0:
+        if isinstance(target, cst.Name) and not variable_reads(ctx.fn, target.value, skip=[target]):
             return stmt
     return None
-
-
-def _references(root: cst.CSTNode, name: str, exclude: cst.CSTNode) -> int:
-    """Occurrences of the variable `name` under root other than `exclude` (attribute and keyword
-    names are not variables)."""
-    count = 0
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node is exclude:
-            continue
-        if isinstance(node, cst.Name):
-            count += node.value == name
-            continue
-        if isinstance(node, cst.Attribute):
-            stack.append(node.value)
-            continue
-        if isinstance(node, cst.Arg):
-            stack.append(node.value)
-            continue
-        stack.extend(node.children)
-    return count
-
-
-def _variable_occurrences(root: cst.CSTNode, name: str) -> list[cst.Name]:
-    out = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name):
-            if node.value == name:
-                out.append(node)
-            continue
-        if isinstance(node, cst.Attribute):
-            stack.append(node.value)
-            continue
-        if isinstance(node, cst.Arg):
-            stack.append(node.value)
-            continue
-        stack.extend(node.children)
-    return out
 
 
 def _arithmetic_top(info: SourceInfo, ctx, node: cst.CSTNode) -> tuple[cst.CSTNode, bool]:
@@ -172,7 +132,7 @@ def _feeds_tensor_arithmetic(info: SourceInfo, ctx, call: cst.Call) -> bool:
     target = assign.targets[0].target
     if not isinstance(target, cst.Name):
         return False
-    uses = [n for n in _variable_occurrences(ctx.fn, target.value) if n is not target]
+    uses = variable_reads(ctx.fn, target.value, skip=[target])
     if not uses:
         return False
     return all(_arithmetic_top(info, ctx, use)[1] and _after(info, use, assign) for use in uses)

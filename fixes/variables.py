@@ -13,19 +13,31 @@ def variable_names(root: cst.CSTNode) -> set[str]:
 
 
 def _names(root: cst.CSTNode) -> set[str]:
-    out: set[str] = set()
+    return {n.value for n in variable_nodes(root)}
+
+
+def variable_nodes(root: cst.CSTNode, skip=(), skip_imports: bool = False) -> list[cst.Name]:
+    """The Name nodes under root that are variables (attribute names and keyword argument names
+    are not), leaving out the `skip` subtrees and, with skip_imports, import statements."""
+    skip_ids = {id(n) for n in skip}
+    out: list[cst.Name] = []
     stack = [root]
     while stack:
         node = stack.pop()
+        if id(node) in skip_ids:
+            continue
         if isinstance(node, cst.Name):
-            out.add(node.value)
-        elif isinstance(node, cst.Attribute):
+            out.append(node)
+        elif isinstance(node, (cst.Attribute, cst.Arg)):
             stack.append(node.value)
-        elif isinstance(node, cst.Arg):
-            stack.append(node.value)
-        else:
+        elif not (skip_imports and isinstance(node, (cst.Import, cst.ImportFrom))):
             stack.extend(node.children)
     return out
+
+
+def variable_reads(root: cst.CSTNode, name: str, skip=(), skip_imports: bool = False) -> list[cst.Name]:
+    """Occurrences of the variable `name` under root (see variable_nodes)."""
+    return [n for n in variable_nodes(root, skip, skip_imports) if n.value == name]
 
 
 def _is_none(node) -> bool:

@@ -27,6 +27,7 @@ import keyword
 import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
+from dynalint.lint.analyzer import operator_operands
 
 from .base import SourceInfo, atom_text, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
@@ -61,12 +62,9 @@ def where_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
 
 
 def _mentions_numpy(node: cst.BaseExpression, ctx) -> bool:
-    if isinstance(node, cst.Comparison):
-        return any(_mentions_numpy(n, ctx) for n in [node.left] + [c.comparator for c in node.comparisons])
-    if isinstance(node, cst.BinaryOperation):
-        return _mentions_numpy(node.left, ctx) or _mentions_numpy(node.right, ctx)
-    if isinstance(node, cst.UnaryOperation):
-        return _mentions_numpy(node.expression, ctx)
+    parts = operator_operands(node)
+    if parts is not None:
+        return any(_mentions_numpy(n, ctx) for n in parts)
     return ctx.is_numpy(node)
 
 
@@ -375,15 +373,11 @@ def definite_tensor_test(node: cst.BaseExpression, ctx) -> bool:
     a presumed one, an unannotated parameter: kinds.P), a torch function of a tensor, or a tensor
     method called on it? A fix that wraps the test in a torch call must not fire on Python numbers
     (`if no_recycles < 0: raise`, an aspect ratio of ints)."""
-    if ctx.is_definite_tensor(node) and not isinstance(node, (cst.Comparison, cst.BinaryOperation, cst.UnaryOperation)):
-        if isinstance(node, cst.Name) or not ctx.is_numpy(node):
-            return True
-    if isinstance(node, cst.Comparison):
-        return any(definite_tensor_test(n, ctx) for n in [node.left] + [c.comparator for c in node.comparisons])
-    if isinstance(node, cst.BinaryOperation):
-        return definite_tensor_test(node.left, ctx) or definite_tensor_test(node.right, ctx)
-    if isinstance(node, cst.UnaryOperation):
-        return definite_tensor_test(node.expression, ctx)
+    parts = operator_operands(node)
+    if parts is not None:
+        return any(definite_tensor_test(n, ctx) for n in parts)
+    if ctx.is_definite_tensor(node) and (isinstance(node, cst.Name) or not ctx.is_numpy(node)):
+        return True
     if isinstance(node, (cst.Subscript, cst.Attribute)):
         return definite_tensor_test(node.value, ctx)
     if isinstance(node, cst.Call):

@@ -630,7 +630,7 @@ class FunctionContext(cst.CSTVisitor):
             elif type(node) in (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation):
                 # `x.shape[-1] % n` with n from NumPy is a NumPy number; with a torch tensor
                 # operand the result is a torch tensor.
-                parts = _operands(node)
+                parts = operator_operands(node)
                 numpy = [self.is_numpy(p) for p in parts]
                 return any(numpy) and not any(self.is_tensor(p) and not n for p, n in zip(parts, numpy))
             else:
@@ -1469,9 +1469,12 @@ def _file_finding_summary(filename: str, module_name: str, reason: str, code: st
     return summary
 
 
-def _operands(node: cst.BaseExpression) -> list:
+def operator_operands(node: cst.BaseExpression) -> Optional[list]:
+    """The operands of a comparison, binary or unary operation; None for other expressions."""
     if type(node) is cst.BinaryOperation:
         return [node.left, node.right]
     if type(node) is cst.Comparison:
         return [node.left] + [c.comparator for c in node.comparisons]
-    return [node.expression]
+    if type(node) is cst.UnaryOperation:
+        return [node.expression]
+    return None
