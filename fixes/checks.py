@@ -137,3 +137,83 @@ def _rewrite(info: SourceInfo, positions, node: cst.If, guard, test, negated: bo
         content = f"{lead}{check}"
     edit = Edit(content, start.line, start.column + 1, end.line, end.column + 1)
     return make_fix(UNSAFE, f"Check with `{torch}._assert_async` inside the graph instead of raising", import_edits + [edit])
+
+
+# --------------------------------------------------------------------------------------------
+# `assert a and b, msg` with tensor tests: Dynamo traces `assert t` on a one-element tensor into
+# the graph, but `a and b` takes the truth of `a` in Python (a break). Split into one assert per
+# operand of the `and` chain:
+#     assert x_max.isnan().sum() == 0 and x_min.isnan().sum() == 0, "NaN"
+#  -> assert x_max.isnan().sum() == 0, "NaN"
+#     assert x_min.isnan().sum() == 0, "NaN"
+# Python evaluates the same operands in the same order and raises the same AssertionError with
+# the same message (evaluated only on failure, once) at the first false one; `python -O` drops
+# both forms. Unsafe all the same: compiled, Dynamo turns each assert into an assertion inside
+# the graph that fails with a RuntimeError carrying the message (asynchronously on a GPU), as it
+# does for any `assert` on a tensor. Probed on torch 2.13: 1 break before, 0 after.
+
+
+def assert_split_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
+    """A fix for a tensor operand (or the operand of its `not`) of an `and` chain that is an
+    assert statement's whole test."""
+    if ctx.probe_only:
+        return None
+    info = source_info(ctx.module, ctx.fn)
+    node = reported
+    parent = info.parent(node)
+    if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
+        node, parent = parent, info.parent(parent)
+    if not (isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And)):
+        return None
+    while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And):
+        node, parent = parent, info.parent(parent)
+    if not isinstance(parent, cst.Assert) or parent.test is not node:
+        return None
+    line = info.parent(parent)
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    operands = _and_operands(node)
+    return guarded(code, lambda positions, module: _rewrite_assert(info, positions, parent, operands))
+
+
+def _and_operands(node: cst.BaseExpression) -> list:
+    """`a and b and c` -> [a, b, c] (an `and` in parentheses is split too: the same evaluation)."""
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return _and_operands(node.left) + _and_operands(node.right)
+    return [node]
+
+
+def _rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands: list):
+    rng = positions[statement]
+    start, end = rng.start, rng.end
+    indent = info.indentation(start.line)
+    keep = list(operands) + ([statement.msg] if statement.msg is not None else [])
+    spans = [positions[n] for n in keep]
+
+    def copied(line: int, column: int) -> bool:
+        return any((r.start.line, r.start.column) <= (line, column) < (r.end.line, r.end.column) for r in spans)
+
+    # Comments outside the copied texts (an operand's or the message's parentheses are rewritten)
+    # go before the asserts.
+    comments = []
+    stack: list = [statement]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, cst.Comment):
+            p = positions[cur].start
+            if not copied(p.line, p.column):
+                comments.append((p.line, p.column, cur.value))
+            continue
+        stack.extend(cur.children)
+    msg = f", {_parenthesized(info, positions, statement.msg)}" if statement.msg is not None else ""
+    lines = [c for _, _, c in sorted(comments)]
+    lines += [f"assert {_parenthesized(info, positions, op)}{msg}" for op in operands]
+    content = f"{info.newline}{indent}".join(lines)
+    edit = Edit(content, start.line, start.column + 1, end.line, end.column + 1)
+    return make_fix(UNSAFE, "Assert each operand of the `and` on its own (Dynamo keeps `assert t` in the graph)", [edit])
+
+
+def _parenthesized(info: SourceInfo, positions, node: cst.BaseExpression) -> str:
+    """node's text, in parentheses when it had them (a tuple message needs them)."""
+    text = info.text(positions, node)
+    return f"({text})" if node.lpar else text

@@ -915,6 +915,62 @@ def test_raise_on_a_tensor_test_becomes_assert_async():
     )
 
 
+def test_assert_of_an_and_of_tensor_tests_is_split_into_one_assert_per_operand():
+    """ibert's `assert x_max.isnan().sum() == 0 and x_min.isnan().sum() == 0, (...)`: `and` takes
+    the truth of a tensor in Python (a break), one `assert t` each Dynamo keeps in the graph. The
+    same operands run in the same order and the first false one raises the same error."""
+    assert_fixes(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, flag: bool = True):
+                x_min, x_max = x.min(), x.max()
+                assert x_max.isnan().sum() == 0 and x_min.isnan().sum() == 0, (
+                    "NaN detected"  # when
+                )
+                assert flag and not (x > 100).any() and (x_min <= x_max), f"bad {x_min}"  # range
+                assert (x > -100).all() and (x < 100).all()
+                return x * 2
+        """,
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, flag: bool = True):
+                x_min, x_max = x.min(), x.max()
+                # when
+                assert x_max.isnan().sum() == 0, ("NaN detected")
+                assert x_min.isnan().sum() == 0, ("NaN detected")
+                assert flag, f"bad {x_min}"
+                assert not (x > 100).any(), f"bad {x_min}"
+                assert (x_min <= x_max), f"bad {x_min}"  # range
+                assert (x > -100).all()
+                assert (x < 100).all()
+                return x * 2
+        """,
+    )
+
+
+def test_assert_of_a_negated_or_an_or_is_not_split():
+    result = fixed(
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            assert not ((x > 0).any() and (x < 0).any())
+            assert (x > 0).any() or (x < 0).any()
+            y = (x > 0).all() and (x < 1).all()
+            return x * 2, y
+        """
+    )
+    assert result.text == result.original
+    assert all(f.fix is None for f in result.remaining) and len(result.remaining) >= 5
+
+
 def test_tests_on_presumed_tensors_get_no_assert_or_cond():
     """esmfold's `if no_recycles < 0: raise` (an unannotated parameter, presumed a tensor by the
     lint) must not become `torch._assert_async(torch.logical_not(no_recycles < 0))`, a TypeError

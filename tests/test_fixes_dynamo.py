@@ -156,3 +156,41 @@ def test_fixed_masked_mean_of_an_empty_selection_is_nan_as_before(tmp_path):
     for x in (torch.randn(5, 7), -torch.ones(3), torch.tensor([0.5, float("nan"), -1.0])):
         torch.testing.assert_close(fixed(x), original(x), equal_nan=True)
     assert torch.isnan(fixed(-torch.ones(3)))
+
+
+@pytest.mark.torch
+def test_split_assert_compiles_to_one_graph_and_still_raises(tmp_path):
+    """`assert a and b, msg` on tensor tests: 1 break before (`and` on a tensor), 0 after the
+    split; the same outputs, and a failing check still raises with the message, eager
+    (AssertionError, as before) and compiled (Dynamo's in-graph assertion: RuntimeError)."""
+    import torch
+    import torch._dynamo
+
+    source = (
+        "import torch\n"
+        "class Check(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        x_min, x_max = x.min(), x.max()\n"
+        "        assert x_max.isnan().sum() == 0 and x_min.isnan().sum() == 0, 'NaN detected'\n"
+        "        return x * 2\n"
+    )
+    result = fix_source(source, "check.py", ALL, unsafe=True)
+    assert "        assert x_max.isnan().sum() == 0, 'NaN detected'\n" in result.text and not result.remaining
+    original = _import_text(source, tmp_path).Check()
+    check = _import_text(result.text, tmp_path).Check()
+    x = torch.randn(4)
+    torch._dynamo.reset()
+    before = torch._dynamo.explain(original)(x)
+    assert before.graph_break_count == 1 and before.break_reasons
+    torch._dynamo.reset()
+    after = torch._dynamo.explain(check)(x)
+    assert after.graph_count == 1 and not after.break_reasons, after.break_reasons
+    nan = torch.tensor([1.0, float("nan")])
+    with pytest.raises(AssertionError, match="NaN detected"):
+        check(nan)
+    for run in (check, torch.compile(check, backend="eager", fullgraph=True)):
+        torch._dynamo.reset()
+        torch.testing.assert_close(run(x), original(x))
+        with pytest.raises((AssertionError, RuntimeError), match="NaN detected"):
+            run(nan)
+

@@ -58,11 +58,16 @@ A check that only raises, `if (x == 0).any(): raise ValueError("zeros")` (also `
 zeros")`, which Dynamo keeps in the graph. It raises a RuntimeError instead of the original
 exception, and on a GPU it fails asynchronously as a device-side assert that leaves the CUDA
 context unusable: right for checks of programming errors, not for exceptions that callers catch.
+
+`assert a and b, msg` on tensor tests (`and` takes a tensor's truth in Python) becomes one
+`assert` per operand, `assert a, msg` then `assert b, msg`: the same operands in the same order,
+the same AssertionError at the first false one; Dynamo keeps each `assert t` in the graph, where
+a failure is a RuntimeError with the message.
 """
 
 import libcst as cst
 
-from dynalint.fixes.checks import raise_check_fix
+from dynalint.fixes.checks import assert_split_fix, raise_check_fix
 from dynalint.fixes.cond import cond_fix
 from dynalint.fixes.where import where_fix
 
@@ -128,7 +133,8 @@ class TensorControlFlow(Rule):
                 if type(operand) in (cst.BooleanOperation, cst.UnaryOperation):
                     continue
                 if _is_tensor_condition(operand, ctx):
-                    ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"), fix=raise_check_fix(ctx, operand, self.code))
+                    fix = raise_check_fix(ctx, operand, self.code) or assert_split_fix(ctx, operand, self.code)
+                    ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"), fix=fix)
         elif type(node) is cst.UnaryOperation:
             if id(node) in _guarded(ctx):
                 return
@@ -138,6 +144,7 @@ class TensorControlFlow(Rule):
                         where_fix(ctx, node.expression, self.code)
                         or raise_check_fix(ctx, node.expression, self.code)
                         or cond_fix(ctx, node.expression, self.code)
+                        or assert_split_fix(ctx, node.expression, self.code)
                     )
                     ctx.report(self, node.expression, MESSAGE.format(what="`not`"), fix=fix)
         elif type(node) is cst.Call:
