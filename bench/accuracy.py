@@ -9,9 +9,17 @@ then report, per rule and overall:
   recall    = break sites with a finding / break sites
 plus the misses and the false alarms, so each one can be looked at.
 
+The research suite (x_transformers, vector_quantize_pytorch, openai-whisper, segment_anything,
+open_clip_torch, each installed with `pip install --no-deps`) scores findings only on the lines
+Dynamo itself traced (its `trace_source` log), not on every line run eagerly: a finding on a line
+Dynamo never traced can be neither right nor wrong there ("not scored"). It reports precision and
+recall per package and overall. Missing optional imports of those packages that no model forward
+uses (torchvision's transforms and ops, numba's jit) are replaced by stubs in the process.
+
     python bench/accuracy.py                      # transformers suite
     python bench/accuracy.py --suite timm         # needs timm (and torchvision)
     python bench/accuracy.py --suite torchvision  # classification, segmentation and detection models
+    python bench/accuracy.py --suite research     # unannotated research code (x_transformers, ...)
     python bench/accuracy.py --only longformer,big_bird --verbose
 """
 
@@ -20,6 +28,7 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
+import importlib.util
 import re
 import logging
 import json
@@ -78,6 +87,8 @@ class ModelRun:
     graph_count: int = 0
     error: str | None = None
     seconds: float = 0.0
+    # (file, line) Dynamo traced (its trace_source log), for suites scored on traced lines only.
+    traced: set = field(default_factory=set)
 
 
 def _shrink(cfg):
@@ -197,18 +208,183 @@ def _eval_only(model):
     return EvalOnly(model)
 
 
+# Research code, written without type annotations: each package installed with `pip install
+# --no-deps` (and its small pure-Python dependencies). Random init, small configs, no downloads.
+RESEARCH_PACKAGES = ("x_transformers", "vector_quantize_pytorch", "whisper", "segment_anything", "open_clip")
+RESEARCH_MODELS = [
+    "x_transformers:decoder", "x_transformers:encoder", "x_transformers:xtransformer",
+    "vector_quantize_pytorch:vq", "vector_quantize_pytorch:vq_cosine", "vector_quantize_pytorch:residual_vq",
+    "vector_quantize_pytorch:fsq", "vector_quantize_pytorch:lfq",
+    "whisper:tiny", "segment_anything:sam", "open_clip:clip",
+]
+
+
+def _stub_missing_imports() -> None:
+    """torchvision (transforms and ops, imported by segment_anything's and open_clip's package
+    modules for preprocessing) and numba (whisper's word timing) are not needed by any forward
+    measured here; when they are not installed, stand-ins let the packages import."""
+    import importlib.abc
+    import importlib.machinery
+    import importlib.util
+    import types
+
+    class _Anything(type):
+        def __getattr__(cls, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return cls
+
+        def __call__(cls, *args, **kwargs):
+            if len(args) == 1 and callable(args[0]) and not kwargs:
+                return args[0]  # used as a decorator: the function itself
+            return cls
+
+    class Stub(metaclass=_Anything):
+        pass
+
+    class StubModule(types.ModuleType):
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return Stub
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def __init__(self, heads):
+            self.heads = heads
+
+        def find_spec(self, fullname, path, target=None):
+            if fullname.split(".")[0] in self.heads:
+                return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+            return None
+
+        def create_module(self, spec):
+            return StubModule(spec.name)
+
+        def exec_module(self, module):
+            module.__path__ = []
+
+    missing = tuple(m for m in ("torchvision", "numba") if importlib.util.find_spec(m) is None)
+    if missing:
+        sys.meta_path.append(Finder(missing))
+
+
+def build_research(name: str):
+    import torch
+
+    _stub_missing_imports()
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(0)
+    pkg, variant = name.split(":")
+    if pkg == "x_transformers":
+        from x_transformers import Decoder, Encoder, TransformerWrapper, XTransformer
+
+        ids = torch.randint(0, 64, (2, 32), generator=gen)
+        if variant == "decoder":
+            model = TransformerWrapper(
+                num_tokens=64, max_seq_len=64,
+                attn_layers=Decoder(dim=32, depth=2, heads=2, rotary_pos_emb=True, attn_flash=False),
+            )
+            return model.eval(), {"x": ids}
+        if variant == "encoder":
+            model = TransformerWrapper(
+                num_tokens=64, max_seq_len=64, num_memory_tokens=2,
+                attn_layers=Encoder(dim=32, depth=2, heads=2, alibi_pos_bias=True, ff_glu=True,
+                                    residual_attn=True, layer_dropout=0.1),
+            )
+            return model.eval(), {"x": ids, "mask": torch.ones_like(ids).bool()}
+        model = XTransformer(
+            dim=32, enc_num_tokens=64, enc_depth=2, enc_heads=2, enc_max_seq_len=64,
+            dec_num_tokens=64, dec_depth=2, dec_heads=2, dec_max_seq_len=64,
+        )
+        return model.eval(), {"src": ids, "tgt": ids[:, :16], "mask": torch.ones_like(ids).bool()}
+    if pkg == "vector_quantize_pytorch":
+        from vector_quantize_pytorch import FSQ, LFQ, ResidualVQ, VectorQuantize
+
+        x = torch.randn(2, 16, 32, generator=gen)
+        if variant == "vq":
+            return VectorQuantize(dim=32, codebook_size=64, decay=0.8, commitment_weight=1.0).eval(), {"x": x}
+        if variant == "vq_cosine":
+            model = VectorQuantize(dim=32, codebook_size=64, heads=2, separate_codebook_per_head=True,
+                                   use_cosine_sim=True, threshold_ema_dead_code=2, orthogonal_reg_weight=0.1)
+            return model.eval(), {"x": x}
+        if variant == "residual_vq":
+            return ResidualVQ(dim=32, num_quantizers=2, codebook_size=64, quantize_dropout=True).eval(), {"x": x}
+        if variant == "fsq":
+            return FSQ(levels=[8, 5, 5], dim=32).eval(), {"z": x}
+        return LFQ(dim=32, codebook_size=256, entropy_loss_weight=0.1).eval(), {"x": x}
+    if pkg == "whisper":
+        from whisper.model import ModelDimensions, Whisper
+
+        dims = ModelDimensions(n_mels=16, n_audio_ctx=16, n_audio_state=32, n_audio_head=2, n_audio_layer=2,
+                               n_vocab=64, n_text_ctx=16, n_text_state=32, n_text_head=2, n_text_layer=2)
+        model = Whisper(dims)
+        mel = torch.randn(2, 16, 32, generator=gen)
+        return model.eval(), {"mel": mel, "tokens": torch.randint(0, 64, (2, 8), generator=gen)}
+    if pkg == "segment_anything":
+        from functools import partial
+
+        from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer
+
+        size, patch, dim = 64, 16, 32
+        sam = Sam(
+            image_encoder=ImageEncoderViT(
+                depth=2, embed_dim=dim, img_size=size, mlp_ratio=2, norm_layer=partial(torch.nn.LayerNorm, eps=1e-6),
+                num_heads=2, patch_size=patch, qkv_bias=True, use_rel_pos=True, global_attn_indexes=[1],
+                window_size=2, out_chans=dim,
+            ),
+            prompt_encoder=PromptEncoder(embed_dim=dim, image_embedding_size=(size // patch, size // patch),
+                                         input_image_size=(size, size), mask_in_chans=4),
+            mask_decoder=MaskDecoder(
+                num_multimask_outputs=3,
+                transformer=TwoWayTransformer(depth=2, embedding_dim=dim, mlp_dim=64, num_heads=2),
+                transformer_dim=dim, iou_head_depth=2, iou_head_hidden_dim=32,
+            ),
+            pixel_mean=[123.675, 116.28, 103.53], pixel_std=[58.395, 57.12, 57.375],
+        )
+        batch = [{
+            "image": torch.rand(3, size, size, generator=gen) * 255,
+            "original_size": (size, size),
+            "point_coords": torch.rand(1, 2, 2, generator=gen) * size,
+            "point_labels": torch.tensor([[1, 0]]),
+            "boxes": torch.tensor([[4.0, 4.0, 40.0, 40.0]]),
+        }]
+        return sam.eval(), {"batched_input": batch, "multimask_output": True}
+    if pkg == "open_clip":
+        from open_clip.model import CLIP, CLIPTextCfg, CLIPVisionCfg
+
+        model = CLIP(
+            embed_dim=32,
+            vision_cfg=CLIPVisionCfg(layers=2, width=32, head_width=16, patch_size=8, image_size=32),
+            text_cfg=CLIPTextCfg(context_length=16, vocab_size=64, width=32, heads=2, layers=2),
+        )
+        return model.eval(), {"image": torch.randn(2, 3, 32, 32, generator=gen),
+                              "text": torch.randint(1, 64, (2, 16), generator=gen)}
+    raise ValueError(f"unknown research model {name}")
+
+
 SUITES = {
     "transformers": (lambda: TRANSFORMERS_MODELS, lambda: build_transformers),
     "timm": (lambda: TIMM_MODELS, lambda: build_timm),
     "torchvision": (lambda: TORCHVISION_MODELS, lambda: build_torchvision),
+    "research": (lambda: RESEARCH_MODELS, lambda: build_research),
 }
 
 
 def _library_root(suite: str) -> str:
     import importlib
 
+    if suite == "research":  # the folder holding the packages; each package is a prefix below
+        spec = importlib.util.find_spec(RESEARCH_PACKAGES[0])
+        return os.path.dirname(os.path.dirname(spec.origin)) + os.sep
     mod = importlib.import_module(suite)
     return os.path.dirname(mod.__file__) + os.sep
+
+
+def _library_prefixes(suite: str, root: str) -> tuple:
+    """Source files of the suite's library: paths starting with one of these."""
+    if suite == "research":
+        return tuple(root + pkg + os.sep for pkg in RESEARCH_PACKAGES)
+    return (root,)
 
 
 class _GraphBreakLog(logging.Handler):
@@ -217,31 +393,45 @@ class _GraphBreakLog(logging.Handler):
     LOGGER = "torch._dynamo"
     AT = re.compile(r"Graph break in user code at (.+?):(\d+)")
     FRAME = re.compile(r'File "(.+?)", line (\d+)')
+    TRACED = re.compile(r"TRACE starts_line (.+?):(\d+) in ")
 
-    def __init__(self, root: str):
+    def __init__(self, root, trace_lines: bool = False):
         super().__init__(logging.DEBUG)
-        self.root = root
+        self.root = root  # a prefix or a tuple of prefixes
         self.sites: list[tuple] = []
         self.untraced: list[tuple] = []
+        self.trace_lines = trace_lines
+        self.traced: set[tuple] = set()
 
     def __enter__(self):
         import torch._logging
 
-        torch._logging.set_logs(graph_breaks=True)
+        torch._logging.set_logs(graph_breaks=True, trace_source=self.trace_lines)
         logger = logging.getLogger(self.LOGGER)
         self._propagate = logger.propagate
+        self._printers = list(logger.handlers) if self.trace_lines else []
+        for h in self._printers:  # a line per traced line: kept here, not printed
+            logger.removeHandler(h)
         logger.addHandler(self)
         return self
 
     def __exit__(self, *exc):
         import torch._logging
 
-        logging.getLogger(self.LOGGER).removeHandler(self)
+        logger = logging.getLogger(self.LOGGER)
+        logger.removeHandler(self)
+        for h in self._printers:
+            logger.addHandler(h)
         torch._logging.set_logs()
         return False
 
     def emit(self, record: logging.LogRecord) -> None:
         msg = record.getMessage()
+        if self.trace_lines and msg.startswith("TRACE starts_line"):
+            m = self.TRACED.match(msg)
+            if m and m.group(1).startswith(self.root):
+                self.traced.add((m.group(1), int(m.group(2))))
+            return
         if "recompile_limit" in msg or "cache_size_limit" in msg:
             where = re.search(r"function: '.*?' \((.+?):(\d+)\)", msg)
             if where and where.group(1).startswith(self.root):
@@ -265,7 +455,9 @@ class _GraphBreakLog(logging.Handler):
             self.untraced.append((f, line))
 
 
-def run_model(name: str, builder, root: str) -> ModelRun:
+def run_model(name: str, builder, root, trace_lines: bool = False) -> ModelRun:
+    """`root`: a prefix (or tuple of prefixes) of the library's files; `trace_lines`: record the
+    lines Dynamo traced."""
     import torch
     import torch._dynamo
 
@@ -302,8 +494,9 @@ def run_model(name: str, builder, root: str) -> ModelRun:
                 torch.manual_seed(0)
                 model = copy.deepcopy(pristine)
                 model.train(mode == "train")
-                with _GraphBreakLog(root) as logged:
+                with _GraphBreakLog(root, trace_lines) as logged:
                     out = torch._dynamo.explain(model)(**kwargs)
+                run.traced |= logged.traced
             run.graph_count = max(run.graph_count, out.graph_count)
             for r in out.break_reasons:
                 frames = [f for f in r.user_stack if f.filename.startswith(root)]
@@ -330,7 +523,8 @@ def save_runs(path: str, runs: list[ModelRun], root: str) -> None:
         {"name": r.name, "error": r.error, "graph_count": r.graph_count, "seconds": r.seconds,
          "executed": sorted([rel(f), l] for f, l in r.executed),
          "breaks": [[rel(f), l, why] for f, l, why in r.breaks],
-         "untraced": [[rel(f), l] for f, l in r.untraced]}
+         "untraced": [[rel(f), l] for f, l in r.untraced],
+         "traced": sorted([rel(f), l] for f, l in r.traced)}
         for r in runs
     ]
     Path(path).write_text(json.dumps(data))
@@ -342,7 +536,7 @@ def load_runs(path: str, root: str) -> list[ModelRun]:
         runs.append(
             ModelRun(d["name"], {(root + f, l) for f, l in d["executed"]},
                      [(root + f, l, why) for f, l, why in d["breaks"]], [(root + f, l) for f, l in d.get("untraced", [])],
-                     d["graph_count"], d["error"], d["seconds"])
+                     d["graph_count"], d["error"], d["seconds"], {(root + f, l) for f, l in d.get("traced", [])})
         )
     return runs
 
@@ -361,8 +555,11 @@ def lint(files: list[str]):
     return select_findings(summaries, config)
 
 
-def score(runs: list[ModelRun], findings, verbose: bool):
+def score(runs: list[ModelRun], findings, verbose: bool, on_traced: bool = False):
+    """With `on_traced`, only findings on lines Dynamo traced are scored; the others on lines run
+    eagerly are listed as not scored."""
     executed = set().union(*(r.executed for r in runs if not r.error)) if runs else set()
+    traced = set().union(*(r.traced for r in runs if not r.error)) if runs and on_traced else None
     sites: dict[tuple, str] = {}
     for r in runs:
         for f, line, reason in r.breaks:
@@ -384,6 +581,9 @@ def score(runs: list[ModelRun], findings, verbose: bool):
     untraced = _untraced_ranges({u for r in runs for u in r.untraced} | gave_up)
     for f in live:
         on_site = any((f.filename, row) in sites for row in range(f.row, f.end_row + 1))
+        if traced is not None and not on_site and not any((f.filename, row) in traced for row in range(f.row, f.end_row + 1)):
+            unverified.append(f)  # run eagerly, never traced by Dynamo: it cannot tell
+            continue
         if not on_site and any(lo <= f.row <= hi for lo, hi in untraced.get(f.filename, ())):
             unverified.append(f)  # Dynamo gave up on that function: it cannot tell
             continue
@@ -445,12 +645,14 @@ def main(argv=None) -> int:
         names = [n for n in args.only.split(",") if n]
     builder = SUITES[args.suite][1]()
     root = _library_root(args.suite)
+    prefixes = _library_prefixes(args.suite, root)
+    on_traced = args.suite == "research"
 
     runs = load_runs(args.runs, root) if args.runs and Path(args.runs).exists() else None
     if runs is None:
         runs = []
         for name in names:
-            run = run_model(name, builder, root)
+            run = run_model(name, builder, prefixes, trace_lines=on_traced)
             runs.append(run)
             status = run.error or f"{run.graph_count} graphs, {len(run.breaks)} breaks, {len(run.executed)} lines"
             print(f"  {name:<28} {run.seconds:6.1f}s  {status}", file=sys.stderr, flush=True)
@@ -462,10 +664,28 @@ def main(argv=None) -> int:
     t0 = time.time()
     findings = lint(files)
     lint_s = time.time() - t0
-    tp, total, found, sites, false_alarms, misses, unverified = score(ok, findings, args.verbose)
+    tp, total, found, sites, false_alarms, misses, unverified = score(ok, findings, args.verbose, on_traced)
 
     def rel(p):
         return p[len(root):] if p.startswith(root) else p
+
+    per_package = {}
+    if args.suite == "research":
+        print("\n| package | models run | break sites | precision | recall | not scored |")
+        print("|---|---|---|---|---|---|")
+        for pkg, prefix in zip(RESEARCH_PACKAGES, prefixes):
+            mine = [r for r in ok if r.name.split(":")[0] == pkg]
+            if not mine:
+                continue
+            p_tp, p_total, p_found, p_sites, _, _, p_unv = score(
+                mine, [f for f in findings if f.filename.startswith(prefix)], args.verbose, on_traced
+            )
+            a, b, c = sum(p_tp.values()), sum(p_total.values()), sum(p_found.values())
+            per_package[pkg] = {"models": len(mine), "sites": len(p_sites), "findings": b, "true": a,
+                                "sites_found": c, "not_scored": len(p_unv)}
+            prec = f"{a / b:.2f} ({a}/{b})" if b else "- (0/0)"
+            rec = f"{c / len(p_sites):.2f} ({c}/{len(p_sites)})" if p_sites else "- (0/0)"
+            print(f"| {pkg} | {len(mine)} | {len(p_sites)} | {prec} | {rec} | {len(p_unv)} |")
 
     print(f"\n{args.suite}: {len(ok)} models run ({len(runs) - len(ok)} skipped), {len(files)} source files linted in {lint_s:.1f}s")
     print(f"break sites: {len(sites)}; findings on executed lines: {sum(total.values())}\n")
@@ -512,6 +732,7 @@ def main(argv=None) -> int:
                     "misses": [(rel(f), l, why) for (f, l), why in misses],
                     "false_alarms": [(rel(f.filename), f.row, f.code) for f in false_alarms],
                     "not_scored": [(rel(f.filename), f.row, f.code) for f in unverified],
+                    "per_package": per_package,
                 },
                 indent=1,
             )

@@ -167,6 +167,15 @@ class FileAnalyzer:
         self.compile_called_names: set[str] = set()
         # function qualname -> {parameter position or name: kind of the tensor passed there}
         self.param_hints: dict[str, dict] = {}
+        # function qualname -> parameters with a `None` default that its body uses as tensors
+        # (a tensor method on them, `~mask`, arithmetic with a tensor, an argument of a torch op).
+        self.param_evidence: dict[str, frozenset] = {}
+        # function qualname -> the parameters some `return` gives back as they came in
+        # (`def default(val, d): return val if exists(val) else d`), as (position, name, kind of
+        # the default): a call's value is then its arguments' kinds, not a tensor for all callers.
+        self.passthrough: dict[str, tuple] = {}
+        # id of a function node -> its parameters only ever used as ints (`range(n)`, `n == 1`).
+        self._int_only: dict[int, frozenset] = {}
         # The text `module` was parsed from, when known: lets positions and scans skip work.
         self.source: Optional[str] = None
 
@@ -270,6 +279,9 @@ class FileAnalyzer:
                     ctx = probes[i] = FunctionContext(self, fn, key, cls, probe_only=True)
                     ctx.walk()
                 self.returns_tensor[key] = ctx.returns_tensor
+                self.passthrough[key] = ctx.passthrough_slots()
+                if ctx.evidence:
+                    self.param_evidence[key] = self.param_evidence.get(key, frozenset()) | ctx.evidence
         for fn, prefix, cls in self.defs:
             self._visit_function(fn, prefix, cls)
         for qual, info in self.summary.functions.items():
@@ -561,7 +573,17 @@ class FunctionContext(cst.CSTVisitor):
         # What a probe walk read of the file's facts: return kinds (key -> truth) and the hints
         # for its own parameters (see FileAnalyzer.run).
         self.returns_read: dict[str, bool] = {}
+        self.passthrough_read: dict[str, tuple] = {}
         self.hints_read: Optional[dict] = None
+        self.evidence_read: frozenset = frozenset()
+        # Parameters still bound to what the caller passed, and those with a `None` default whose
+        # use as a tensor this walk saw (see FileAnalyzer.param_evidence).
+        self.param_origin: set[str] = set()
+        self.optional_params: set[str] = set()
+        self.evidence: frozenset = frozenset()
+        # name -> (position without self, kind of the default) of each parameter
+        self.param_slots: dict[str, tuple] = {}
+        self.return_params: set[str] = set()  # parameters returned as they came in
         self.env: dict[str, str] = {}
         self.local_types: dict[str, tuple] = {}  # loop vars over submodule lists -> edge ref
         self.returns_tensor = False
@@ -636,6 +658,20 @@ class FunctionContext(cst.CSTVisitor):
             else:
                 return False
 
+    def is_numpy_of_numbers(self, node: cst.BaseExpression) -> bool:
+        """`np.ceil(h / 2)`, `np.sqrt(x.shape[0])`: NumPy math on Python numbers (sizes,
+        constants; anything not known to be a tensor or an array). Dynamo traces the result as a 0-d tensor (an `if` on it breaks), but
+        `int()` / `float()` of it does not break (probed on torch 2.13); NumPy's integer
+        reductions (`np.lcm`, `np.prod`, ...) are DYN106's."""
+        if type(node) is not cst.Call:
+            return False
+        q = self.qualname(node.func)
+        if q is None or not q.startswith("numpy.") or q.count(".") != 1 or q.rsplit(".", 1)[1] in K.NUMPY_INT_REDUCTIONS:
+            return False
+        return bool(node.args) and all(
+            not a.star and (self.kind(a.value) not in TENSORISH or self.is_numpy_of_numbers(a.value)) for a in node.args
+        )
+
     def is_definite_tensor(self, node: cst.BaseExpression) -> bool:
         """A tensor for sure: not merely an unannotated parameter (see kinds.P)."""
         return self.kind(node) in (T, B)
@@ -660,11 +696,23 @@ class FunctionContext(cst.CSTVisitor):
             self.returns_read[key] = found
         return found
 
+    def _passthrough(self, key: str) -> tuple:
+        found = self.fa.passthrough.get(key) or ()
+        if self.probe_only:
+            self.passthrough_read[key] = found
+        return found
+
+    def passthrough_slots(self) -> tuple:
+        return tuple(sorted((self.param_slots[n][0], n, self.param_slots[n][1]) for n in self.return_params))
+
     def read_facts_unchanged(self) -> bool:
         """Would this probe walk read the same facts now?"""
         fa = self.fa
-        return self.hints_read == fa.param_hints.get(self.qual, {}) and all(
-            bool(fa.returns_tensor.get(key)) == seen for key, seen in self.returns_read.items()
+        return (
+            self.hints_read == fa.param_hints.get(self.qual, {})
+            and self.evidence_read == fa.param_evidence.get(self.qual, frozenset())
+            and all(bool(fa.returns_tensor.get(key)) == seen for key, seen in self.returns_read.items())
+            and all((fa.passthrough.get(key) or ()) == seen for key, seen in self.passthrough_read.items())
         )
 
     # -- walking --------------------------------------------------------------------------
@@ -681,8 +729,10 @@ class FunctionContext(cst.CSTVisitor):
             self.cls is None and self.fn.name.value in self.fa.compile_called_names
         )
         hints = dict(self.fa.param_hints.get(self.qual, {}))
+        evidence = self.fa.param_evidence.get(self.qual, frozenset())
         if self.probe_only:
             self.hints_read = dict(hints)
+            self.evidence_read = evidence
         for slot, k in ((self.fa.options.external_hints or {}).get(self.qual) or {}).items():
             slot = int(slot) if slot.isdigit() else slot
             hints[slot] = P if P in (k, hints.get(slot)) else k
@@ -696,22 +746,46 @@ class FunctionContext(cst.CSTVisitor):
                 continue
             ak = annotation_kind(p.annotation)
             pos = i - 1 if is_method else i
+            self.param_origin.add(name)
+            self.param_slots[name] = (pos, U if p.default is None else self.kind(p.default))
+            optional = p.default is not None and _is_none(p.default)
+            if optional and ak is None:
+                self.optional_params.add(name)
             if ak is None and commented is not None:
                 ak = commented[pos]
             if ak is not None:
                 self.env[name] = ak
-            elif (pos in hints or name in hints) and (p.default is None or _is_none(p.default)):
+            elif (pos in hints or name in hints) and (p.default is None or optional):
                 hinted = hints.get(pos) or hints.get(name)
                 self.env[name] = N if hinted == P and K.names_a_config_value(name) else hinted
-            elif tensor_by_default and (p.default is None or _is_none(p.default)):
+            elif tensor_by_default and (p.default is None or optional):
                 self.env[name] = N if K.names_a_config_value(name) else P
-            elif p.default is not None and not _is_none(p.default):
+            elif p.default is not None and not optional:
                 self.env[name] = N
             else:
                 self.env[name] = U
+            if self.env[name] == P:
+                # A presumed tensor needs evidence when it may well be a flag or a number: a
+                # `None` default (`mask=None`, `causal=None`) takes a use as a tensor in the
+                # body; a parameter only ever used as an int (`range(n)`, `n == 1`) is one.
+                if optional and name not in evidence:
+                    self.env[name] = U
+                elif name in self._int_only_params():
+                    self.env[name] = N
         for star in (self.fn.params.star_arg, self.fn.params.star_kwarg):
             if type(star) is cst.Param:
                 self.env[star.name.value] = N
+
+    def _int_only_params(self) -> frozenset:
+        """Parameters of this function whose every use is one only an int has here: an argument
+        of `range()`, compared with int literals, a `dim=` / `axis=` keyword, an index of
+        `.shape`. A tensor used so would break the graph on every call, so code that runs
+        compiled does not do it: such a parameter is a Python number."""
+        key = id(self.fn)
+        found = self.fa._int_only.get(key)
+        if found is None:
+            found = self.fa._int_only[key] = _int_only_params(self.fn)
+        return found
 
     def _walk_block(self, suite: cst.BaseSuite) -> bool:
         """Walk statements in order; returns True if the block surely left the function."""
@@ -877,6 +951,7 @@ class FunctionContext(cst.CSTVisitor):
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
         node.value.visit(self)
         if type(node.target) is cst.Name:
+            self.param_origin.discard(node.target.value)
             vk = self.kind(node.value)
             cur = self.env.get(node.target.value, U)
             if vk in TENSORISH or cur in TENSORISH:
@@ -953,11 +1028,16 @@ class FunctionContext(cst.CSTVisitor):
         return False
 
     def visit_Return(self, node: cst.Return) -> None:
-        if node.value is not None:
-            k = self.kind(node.value)
+        if node.value is None:
+            return
+        for part in _return_parts(node.value):
+            if type(part) is cst.Name and part.value in self.param_origin:
+                self.return_params.add(part.value)  # its kind is the caller's argument's
+                continue
+            k = self.kind(part)
             if k in TENSORISH:
                 self.returns_tensor = True
-            elif type(node.value) is cst.Tuple and any(self.is_tensor(e.value) for e in node.value.elements):
+            elif type(part) is cst.Tuple and any(self.is_tensor(e.value) for e in part.elements):
                 self.returns_tensor = True
 
     def visit_IfExp(self, node: cst.IfExp) -> bool:
@@ -981,7 +1061,56 @@ class FunctionContext(cst.CSTVisitor):
         elem = T if self.is_tensor(node.iter) else U
         self._bind(node.target, None, elem)
 
+    def _note_evidence(self, node: cst.BaseExpression) -> None:
+        if type(node) is cst.Name and node.value in self.optional_params and node.value in self.param_origin:
+            self.evidence = self.evidence | {node.value}
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        # `mask[:, None, :, None]`, `bias[..., 0]`: indexing only arrays and tensors allow
+        if self.optional_params and len(node.slice) >= 2:
+            for el in node.slice:
+                inner = el.slice
+                if type(inner) is cst.Slice or (
+                    type(inner) is cst.Index and (_is_none(inner.value) or type(inner.value) is cst.Ellipsis)
+                ):
+                    self._note_evidence(node.value)
+                    return
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if type(node.operator) is cst.BitInvert:  # `~mask`
+            self._note_evidence(node.expression)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        # `keep & mask`, `attn @ bias` with a tensor for sure (not `x * scale`: numbers do that)
+        if self.optional_params and type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor, cst.MatrixMultiply):
+            if self.kind(node.right) in (T, B):
+                self._note_evidence(node.left)
+            if self.kind(node.left) in (T, B):
+                self._note_evidence(node.right)
+
+    def _note_call_evidence(self, node: cst.Call) -> None:
+        func = node.func
+        if type(func) is cst.Attribute:
+            if func.attr.value in K.TENSOR_EVIDENCE_METHODS:
+                self._note_evidence(func.value)  # `mask.float()`, `bias.masked_fill(...)`
+            if func.attr.value in K.TENSOR_ARG_METHODS and node.args and self.kind(func.value) in TENSORISH:
+                self._note_evidence(node.args[0].value)  # `x.masked_fill(mask, 0.0)`
+                return
+        q = self.qualname(func)
+        if q is not None and q.startswith("torch.") and not _torch_non_tensor(q) and (
+            not q.startswith("torch.nn.") or q.startswith("torch.nn.functional.")
+        ):
+            # the input of a torch op (`torch.where(mask, ...)`, `F.pad(mask, ...)`), or a
+            # tensor keyword (`attn_mask=mask`); not other positions, often numbers (`p`, `dim`)
+            for i, arg in enumerate(node.args):
+                if (i == 0 and arg.keyword is None) or (
+                    arg.keyword is not None and arg.keyword.value in ("input", "mask", "condition", "attn_mask")
+                ):
+                    self._note_evidence(arg.value)
+
     def visit_Call(self, node: cst.Call) -> None:
+        if self.optional_params:
+            self._note_call_evidence(node)
         if self.probe_only:
             self._record_call_site(node)
             return
@@ -1079,6 +1208,7 @@ class FunctionContext(cst.CSTVisitor):
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], value_kind: str) -> None:
         if type(target) is cst.Name:
             self.env[target.value] = value_kind
+            self.param_origin.discard(target.value)
             self.local_types.pop(target.value, None)
             if value is not None and self.is_numpy(value):
                 self.numpy_names.add(target.value)
@@ -1090,7 +1220,8 @@ class FunctionContext(cst.CSTVisitor):
                 for t, v in zip(elems, value.elements):
                     self._bind(t, v.value, self.kind(v.value))
             else:
-                k = value_kind if value_kind in (T, B, S) and self._unpacks_tensors(value) else U
+                # `b, n, _ = x.shape`, `h, w = x.size()[-2:]`: sizes; `q, k = x.chunk(2)`: tensors
+                k = value_kind if value_kind == S or (value_kind in (T, B) and self._unpacks_tensors(value)) else U
                 if k == B:
                     k = T
                 for t in elems:
@@ -1167,12 +1298,18 @@ class FunctionContext(cst.CSTVisitor):
         if type(node) is cst.Comparison:
             if any(type(c.operator) in (cst.Is, cst.IsNot) for c in node.comparisons):
                 return N
+            if _is_none(node.left) or any(_is_none(c.comparator) for c in node.comparisons):
+                return N  # `mem == None`: Dynamo answers it like `is None`, a Python bool
             if any(type(c.operator) in (cst.In, cst.NotIn) for c in node.comparisons):
                 # `t in [1, 2]` compares the tensor with each item and takes bool() of each.
                 return B if self.kind(node.left) in (T, B) else N
             kinds_ = [self.kind(node.left)] + [self.kind(c.comparator) for c in node.comparisons]
-            if any(k in TENSORISH for k in kinds_):
+            if any(k in (T, B) for k in kinds_):
                 return B
+            if P in kinds_:
+                # `self.bias.shape[-1] >= j`: a presumed tensor compared with a size is a size
+                # (research code passes sizes to `forward(self, i, j)`)
+                return "SB" if S in kinds_ else B
             if S in kinds_:
                 return "SB"
             return N if all(k == N for k in kinds_) else U
@@ -1223,6 +1360,9 @@ class FunctionContext(cst.CSTVisitor):
                 methods = self.class_info.methods if self.class_info else []
                 if meth in methods:
                     key = f"{self.cls}.{meth}"
+                    slots = self._passthrough(key)
+                    if slots:
+                        return self._passthrough_kind(node, slots, self._returns_tensor(key))
                     if self._returns_tensor(key):
                         return T
                     # `h = self.mix(h)` with `mix` left to subclasses: presumably a tensor in, a tensor out.
@@ -1232,6 +1372,17 @@ class FunctionContext(cst.CSTVisitor):
                 if meth in self.all_attrs and meth not in self.tensor_attrs:
                     return T  # a submodule call
                 return U
+            submodule = self.self_attr(recv)
+            if (
+                submodule is not None
+                and self.class_info is not None
+                and submodule in self.class_info.attr_types
+                and submodule not in self.tensor_attrs
+                and any(self.kind(a.value) in TENSORISH for a in node.args)
+            ):
+                # `self.pe_layer.forward_with_coords(points, size)`: another method of a
+                # submodule, given a tensor: presumably a tensor
+                return P
             rk = self.kind(recv)
             if rk in TENSORISH:
                 if meth in K.SIZE_METHODS:
@@ -1251,12 +1402,104 @@ class FunctionContext(cst.CSTVisitor):
             if name in self.local_types:
                 return T
             if name in self.fa.local_functions:
-                return T if self._returns_tensor(f"{self.fa.summary.module}.{name}") else U
+                key = f"{self.fa.summary.module}.{name}"
+                slots = self._passthrough(key)
+                if slots:
+                    return self._passthrough_kind(node, slots, self._returns_tensor(key))
+                return T if self._returns_tensor(key) else U
             return U
         if type(func) is cst.Subscript:
             if self._submodule_list_ref(func.value) is not None:
                 return T
         return U
+
+
+    def _passthrough_kind(self, node: cst.Call, slots: tuple, other_tensor: bool) -> str:
+        """Kind of a call of a function returning some of its parameters as they came: the
+        arguments' kinds there, joined (with a tensor when its other returns give one)."""
+        out = T if other_tensor else None
+        positional = []
+        for arg in node.args:
+            if arg.star:
+                return T if other_tensor else U
+            if arg.keyword is None:
+                positional.append(arg.value)
+        keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        for pos, name, default_kind in slots:
+            if name in keywords:
+                k = self.kind(keywords[name])
+            elif pos < len(positional):
+                k = self.kind(positional[pos])
+            else:
+                k = default_kind
+            out = k if out is None else _join(out, k)
+        return out or U
+
+
+def _return_parts(node: cst.BaseExpression) -> list:
+    """The values a `return` may give: both sides of `a if c else b` and of `a or b`."""
+    if type(node) is cst.IfExp:
+        return _return_parts(node.body) + _return_parts(node.orelse)
+    if type(node) is cst.BooleanOperation and type(node.operator) is cst.Or:
+        return _return_parts(node.left) + _return_parts(node.right)
+    return [node]
+
+
+_INT_KEYWORDS = frozenset({"dim", "axis", "dims", "dim0", "dim1", "start_dim", "end_dim", "num_classes", "chunks", "groups"})
+
+
+def _int_only_params(fn: cst.FunctionDef) -> frozenset:
+    """Parameters of `fn` used at least once and only where an int is meant (see
+    FunctionContext._int_only_params)."""
+    names = {p.name.value for p in _param_names(fn.params)}
+    uses: dict[str, int] = {}
+    int_uses: dict[str, int] = {}
+
+    def int_use(node) -> None:
+        if type(node) is cst.Name and node.value in names:
+            int_uses[node.value] = int_uses.get(node.value, 0) + 1
+
+    for node in _iter_nodes(fn.body):
+        t = type(node)
+        if t is cst.Name:
+            if node.value in names:
+                uses[node.value] = uses.get(node.value, 0) + 1
+        elif t is cst.Call:
+            if type(node.func) is cst.Name and node.func.value == "range":
+                for arg in node.args:
+                    int_use(arg.value)
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in _INT_KEYWORDS:
+                    int_use(arg.value)
+        elif t in (cst.If, cst.While, cst.IfExp):
+            # `if n == 1:` (a tensor there would break the graph); not `mask = x > 0`
+            tests = [node.test]
+            while tests:
+                test = tests.pop()
+                if type(test) is cst.BooleanOperation:
+                    tests += [test.left, test.right]
+                elif type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+                    tests.append(test.expression)
+                elif type(test) is cst.Comparison:
+                    operands = [test.left] + [c.comparator for c in test.comparisons]
+                    if all(type(o) in (cst.Integer, cst.Name) for o in operands) and any(
+                        type(o) is cst.Integer for o in operands
+                    ) and not any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in test.comparisons):
+                        for o in operands:
+                            int_use(o)
+        elif t is cst.Subscript:
+            if type(node.value) is cst.Attribute and node.value.attr.value == "shape":
+                for el in node.slice:
+                    if type(el.slice) is cst.Index:
+                        int_use(el.slice.value)
+        elif t in (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For):
+            # a parameter assigned to is another value from there on: not judged here
+            targets = [tt.target for tt in node.targets] if t is cst.Assign else [node.target]
+            for tgt in targets:
+                for sub in _iter_nodes(tgt):
+                    if type(sub) is cst.Name and sub.value in names:
+                        uses[sub.value] = uses.get(sub.value, 0) + 1000
+    return frozenset(n for n, c in int_uses.items() if c == uses.get(n))
 
 
 def _is_abstract(fn: cst.FunctionDef) -> bool:

@@ -235,3 +235,24 @@ _CONFIG_PARAM_NAME = re.compile(
 
 def names_a_config_value(param: str) -> bool:
     return bool(_CONFIG_PARAM_NAME.search(param))
+
+
+# Evidence that a parameter with a `None` default (`mask=None`) holds a tensor when it is given:
+# methods only tensors have (not those of lists, dicts, strings, numbers or modules: `index`,
+# `copy`, `to`, `float`, ...), called on it; and methods of a tensor whose first argument is a
+# tensor, given it (`x.masked_fill(mask, 0.0)`).
+TENSOR_EVIDENCE_METHODS = TENSOR_METHODS - frozenset(
+    """
+    index count copy type size split sort values real imag conj to cpu cuda xpu ipu mtia float half
+    double bfloat16 int long short bool byte char apply backward register_hook data name shape
+    dtype device new requires_grad grad is_integer
+    """.split()
+)
+TENSOR_ARG_METHODS = frozenset(
+    """
+    masked_fill masked_fill_ masked_scatter masked_scatter_ masked_select matmul mm bmm type_as
+    expand_as view_as reshape_as logical_and logical_or logical_xor copy_
+    """.split()
+)
+# NumPy functions on Python ints whose result Dynamo cannot turn back into a number (DYN106).
+NUMPY_INT_REDUCTIONS = frozenset({"lcm", "gcd", "prod", "sum"})

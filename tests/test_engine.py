@@ -617,3 +617,195 @@ def test_positions_match_libcsts_provider_on_real_code():
                 assert got[node] == rng, (path, node)
             checked += len(expected)
     assert checked > 100_000
+
+
+# Kinds in unannotated research code: a value is a tensor only on evidence.
+def _lint_marked(text: str) -> tuple[list, list]:
+    """Findings (row, code) of DYN1xx rules in `text`, and the rows marked `# expect: CODE`."""
+    from dynalint.engine import lint_source
+    from dynalint.lint.rule import Example
+
+    example = Example(text)
+    got = sorted((f.row, f.code) for f in lint_source(example.source, "m.py", Config(select=("DYN1",))))
+    return got, example.expected()
+
+
+KIND_CASES = {
+    # `None` defaults used as flags (x_transformers' attention: `if n == 1 and causal:`)
+    "none_default_flags": """
+        import torch
+        from torch import nn
+
+        class Attend(nn.Module):
+            def forward(self, q, k, v, mask=None, causal=None, freeze_codebook=False, beam_size=1):
+                n = q.shape[-2]
+                if n == 1 and causal:
+                    causal = False
+                if not freeze_codebook and beam_size > 1:
+                    q = q * 2
+                if mask:
+                    q = q + 1
+                return q @ k.transpose(-1, -2) @ v
+    """,
+    # ... but a `None` default the body uses as a tensor is one when given
+    "none_default_used_as_tensor": """
+        import torch
+        from torch import nn
+
+        class Attend(nn.Module):
+            def forward(self, sim, mask=None, bias=None, keep=None):
+                if mask is not None:
+                    sim = sim.masked_fill(~mask, -1e4)
+                    if mask.any():  # expect: DYN120
+                        sim = sim * 2
+                if bias is not None:
+                    sim = sim + bias.float()
+                    if bias.sum() > 0:  # expect: DYN120
+                        sim = sim - 1
+                if keep is not None:
+                    sim = sim.masked_fill(keep, 0.0)
+                    if keep.all():  # expect: DYN120
+                        sim = sim + 1
+                return sim
+    """,
+    "none_default_indexed_as_tensor": """
+        import torch
+        from torch import nn
+
+        class Attend(nn.Module):
+            def forward(self, sim, mask=None):
+                sim = sim * mask[:, None, :, None]
+                if mask.sum() > 0:  # expect: DYN120
+                    sim = sim + 1
+                return sim
+    """,
+    # `x == None` is a Python bool under Dynamo, as `x is None`
+    "eq_none": """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, mem):
+                if not mem == None:
+                    x = x + mem
+                if x != None and mem == None:
+                    x = x * 2
+                return x
+    """,
+    # sizes from `.shape` / `.size()` / `len()` and arithmetic on them are Python ints
+    "sizes": """
+        import math
+        import numpy as np
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("bias", torch.ones(8, 8))
+
+            def forward(self, x, window_size=(2, 2)):
+                b, n, _ = x.shape
+                h, w = x.size()[-2:]
+                seqlen = len(x)
+                query_len = n * 2
+                if seqlen > query_len:
+                    x = x[:query_len]
+                if self.bias.shape[-1] >= w:
+                    x = x + 1
+                blocks = int(np.ceil(h / window_size[0])) * math.ceil(w / window_size[1])
+                if float(h / 2).is_integer() and blocks > 1:
+                    x = x * blocks
+                return x
+    """,
+    # NumPy math on an array is still a tensor under Dynamo
+    "numpy_array_conversion": """
+        import numpy as np
+        import torch
+
+        @torch.compile
+        def f(x):
+            a = np.random.rand(3)
+            n = float(a.sum())  # expect: DYN110
+            return x * n
+    """,
+    # parameters used only as ints
+    "int_only_parameters": """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, depth, heads):
+                if depth == 0 or heads > 8:
+                    return x
+                for _ in range(depth):
+                    x = x.sum(dim=heads)
+                return x
+    """,
+    # a helper returning one of its parameters gives back its caller's argument's kind
+    "passthrough_helpers": """
+        import torch
+        from torch import nn
+
+        def exists(v):
+            return v is not None
+
+        def default(val, d):
+            if exists(val):
+                return val
+            return d() if callable(d) else d
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.beam_size = 1
+                self.scale = 2.0
+
+            def pick(self, a, b=None):
+                return a if b is None else b
+
+            def forward(self, x, beam_size=None, temperature=None):
+                beam_size = default(beam_size, self.beam_size)
+                if beam_size > 1:
+                    x = x.repeat(beam_size, 1)
+                temperature = self.pick(temperature, self.scale)
+                if temperature > 1.0:
+                    x = x / temperature
+                top = default(None, x.abs().max())
+                if top > 1:  # expect: DYN120
+                    x = x / top
+                return x
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(KIND_CASES))
+def test_kinds_need_evidence(name):
+    got, expected = _lint_marked(KIND_CASES[name])
+    assert got == expected
+
+
+def test_a_passthrough_helper_in_another_file_gives_no_tensor_to_its_callers(tmp_path):
+    """`default` in utils.py is called with a tensor somewhere and returns its argument: callers
+    in other files that pass numbers must not get a tensor back."""
+    write_tree(tmp_path / "src", {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": """
+            def default(val, d):
+                return val if val is not None else d
+        """,
+        "pkg/model.py": """
+            import torch
+            from torch import nn
+            from .utils import default
+
+            class M(nn.Module):
+                def forward(self, x, mask=None, beam_size=None):
+                    mask = default(mask, torch.ones_like(x))
+                    beam_size = default(beam_size, 1)
+                    if beam_size > 1:
+                        x = x.repeat(beam_size, 1)
+                    return x * mask
+        """,
+    })
+    assert findings(tmp_path / "src") == []

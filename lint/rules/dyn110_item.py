@@ -55,7 +55,8 @@ class ItemCall(Rule):
             )
             return
         if type(func) is cst.Name and func.value in ("int", "float", "bool") and len(node.args) == 1:
-            if ctx.call_name(node) == func.value and ctx.is_tensor(node.args[0].value):
+            arg = node.args[0].value
+            if ctx.call_name(node) == func.value and ctx.is_tensor(arg) and not ctx.is_numpy_of_numbers(arg):
                 ctx.report(
                     self,
                     node,

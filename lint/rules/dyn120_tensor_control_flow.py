@@ -299,6 +299,43 @@ class TensorControlFlow(Rule):
             dynamo=BREAKS,
         ),
     )
+    invalid = invalid + (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, mask=None):
+                    # A `None` default used as a tensor in the body (`~mask`) is a tensor when given.
+                    if mask is not None:
+                        x = x.masked_fill(~mask, 0.0)
+                        if mask.any():  # expect: DYN120
+                            x = x + 1
+                    return x
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(4, 4), torch.rand(4, 4) > 0.5)",
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            def default(val, d):
+                return val if val is not None else d
+
+            class M(nn.Module):
+                def forward(self, x, mask=None):
+                    # `default` gives back what it is passed: here a tensor.
+                    scale = default(mask, x.abs().mean())
+                    if scale > 1:  # expect: DYN120
+                        x = x / scale
+                    return x
+            """,
+            dynamo=BREAKS,
+        ),
+    )
     valid = (
         Example(
             """
@@ -380,6 +417,91 @@ class TensorControlFlow(Rule):
                 return x
             """,
             dynamo=CLEAN,
+        ),
+        # What unannotated research code passes around: only evidence makes a value a tensor.
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, q, mask=None, causal=None, mem=None):
+                    # `None` defaults used as flags: not tensors (no tensor use in the body).
+                    b, n, _ = q.shape
+                    if n == 1 and causal:  # noqa: DYN201 (a recompile, not a break)
+                        q = q * 2
+                    if not mem == None:  # `== None` is a Python bool, like `is None`
+                        q = q + mem
+                    return q.softmax(-1)
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(2, 1, 4),)",
+        ),
+        Example(
+            """
+            import math
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("bias", torch.ones(8, 8))
+
+                def forward(self, x, window=2):
+                    # Sizes from `.shape` / `.size()`, and arithmetic on them, are Python ints.
+                    seqlen, query_len = x.shape
+                    h, w = x.size()[-2:]
+                    blocks = int(np.ceil(h / window)) + math.ceil(w / window)
+                    if seqlen > query_len or self.bias.shape[-1] >= w:  # noqa: DYN201
+                        x = x * blocks
+                    return x
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            def exists(v):
+                return v is not None
+
+            def default(val, d):
+                return val if exists(val) else d
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.beam_size = 1
+
+                def forward(self, x, mask=None, beam_size=None):
+                    # `default` returns its argument: a tensor for `mask`, a number for `beam_size`.
+                    mask = default(mask, torch.ones_like(x))
+                    beam_size = default(beam_size, self.beam_size)
+                    if beam_size > 1:
+                        x = x.repeat(beam_size, 1)
+                    return x * mask
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, depth):
+                    # `depth` is only ever an int (a range, a comparison with 0).
+                    if depth == 0:
+                        return x
+                    for _ in range(depth):
+                        x = x * 2
+                    return x
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(4, 4), 2)",
         ),
     )
 

@@ -5,7 +5,8 @@ Finds `torch.nonzero` / `Tensor.nonzero()`, one-argument `torch.where(cond)`,
 `torch.masked_select`, `torch.argwhere`, `torch.bincount`, `torch.repeat_interleave` with tensor
 repeats, indexing with a boolean mask (`x[x > 0]`) and
 `torchvision.ops.nms` / `batched_nms` in a compile region. Assigning through a mask
-(`x[mask] = 0`) and three-argument `torch.where` keep their shape and are not reported.
+(`x[mask] = 0`) and three-argument `torch.where` keep their shape and are not reported; an
+in-place update through a mask (`x[mask] += 1`) reads `x[mask]` first, and is.
 
 ## Why it breaks the graph
 The number of elements these produce is only known at run time. With the default
@@ -80,11 +81,19 @@ class DynamicShapeOp(Rule):
             ):
                 ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=mask_fix(ctx, node, self.code))
             return
-        # x[mask] with a boolean tensor mask, read (not assigned).
-        if ctx.storing or not ctx.is_tensor(node.value):
+        # x[mask] with a boolean tensor mask, read (not assigned); `x[mask] += v` reads it first.
+        updated = ctx.storing and any(type(a) is cst.AugAssign and a.target is node for a in reversed(ctx.stack))
+        if (ctx.storing and not updated) or not ctx.is_tensor(node.value):
             return
         for el in node.slice:
             if type(el.slice) is cst.Index and ctx.kind(el.slice.value) == "B":
+                if updated:
+                    ctx.report(
+                        self,
+                        node,
+                        "`x[mask] op= v` reads `x[mask]` (a data-dependent shape) and breaks the graph; use `x = torch.where(mask, x op v, x)`",
+                    )
+                    return
                 ctx.report(
                     self,
                     node,
@@ -94,6 +103,19 @@ class DynamicShapeOp(Rule):
                 return
 
     invalid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                mask = x > 0
+                x[mask] += 1.0  # expect: DYN130
+                x[mask] = 0.0  # assignment alone keeps the shape
+                return x * 2
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             """
             import torch
