@@ -86,6 +86,8 @@ def _measure(spec: dict, result: dict) -> None:
 
     import accuracy
 
+    for name, value in (spec.get("dynamo_config") or {}).items():  # --try-settings
+        setattr(torch._dynamo.config, name, value)
     build = accuracy.SUITES[spec["suite"]][1]()
     root = os.path.realpath(accuracy._library_root(spec["suite"])) + os.sep
     result["torch"] = torch.__version__
@@ -277,8 +279,36 @@ def _torch_version() -> str:
     return out.stdout.strip()
 
 
-def run_suite(names, suite: str, cache: dict, store: Path, log) -> list[dict]:
-    """Before runs (cached), one lint + fix of every file the broken models ran, after runs."""
+# What --try-settings adds on top of the fixes: both of Dynamo's capture settings at once (the
+# most they can remove; `dynalint verify --try-settings` then finds the smallest that does it).
+CAPTURE_SETTINGS = {"capture_scalar_outputs": True, "capture_dynamic_output_shape_ops": True}
+
+
+def _compiled_match(run: dict) -> bool:
+    """The compiled outputs equal the compiled original's (eval mode: the eager original's if that
+    is all that was kept)."""
+    return all(run["modes"][m].get("compiled_match", True) for m in MODES
+               if m == "eval" or run["modes"][m].get("compiled_reference") == "compiled")
+
+
+def try_setting(name: str, suite: str, entry: dict, key: str, overrides: dict, store: Path, sites_after: int) -> dict:
+    """The fixed code compiled with CAPTURE_SETTINGS (cached under the fixed texts' key)."""
+    runs = entry.setdefault("settings", {})
+    run = runs.get(key)
+    if run is None:
+        run = _run_child({"suite": suite, "name": name, "overrides": overrides or None,
+                          "reference_dir": str(store / name), "dynamo_config": CAPTURE_SETTINGS})
+        runs[key] = run
+    if run.get("error"):
+        return {"error": run["error"]}
+    sites = len(sites_of(run))
+    return {"after": break_count(run), "sites_after": sites, "match": _compiled_match(run),
+            "helps": sites < sites_after and _compiled_match(run)}
+
+
+def run_suite(names, suite: str, cache: dict, store: Path, log, settings: bool = False) -> list[dict]:
+    """Before runs (cached), one lint + fix of every file the broken models ran, after runs (and,
+    with `settings`, the fixed code with CAPTURE_SETTINGS)."""
     cache.setdefault("torch", _torch_version())
     models = cache.setdefault("models", {})
 
@@ -356,6 +386,9 @@ def run_suite(names, suite: str, cache: dict, store: Path, log) -> list[dict]:
             row["mismatch"] = next((why for ok, why in checks if not ok), None)
         else:
             row["match"] = True
+        if settings and row["match"] and after_sites:
+            row["setting"] = try_setting(name, suite, entry, key, overrides, store, len(after_sites))
+            log(f"  {name:<24} with the capture settings: {row['setting']}")
         log(f"  {name:<24} {time.time() - t0:6.1f}s  breaks {row['before']} -> {row['after']}, "
             f"sites {len(before_sites)} -> {len(after_sites)}, fixes {sum(row['fixes'].values())}, "
             f"outputs {'match' if row['match'] else 'DIFFER'}")
@@ -373,14 +406,16 @@ def report(rows: list[dict], suite: str, verbose: bool) -> dict:
     broken = [r for r in rows if r.get("broken")]
     ok = [r for r in broken if r.get("after") is not None]
     print(f"\n{suite}: {len(rows)} models, {len(broken)} break ({sum(1 for r in rows if r.get('error') and not r.get('broken'))} could not run)\n")
-    print("| model | breaks before | after | sites before | after | fixes applied | outputs |")
-    print("|---|---|---|---|---|---|---|")
+    with_settings = any("setting" in r for r in broken)
+    extra_head = " sites with capture settings |" if with_settings else ""
+    print("| model | breaks before | after | sites before | after | fixes applied | outputs |" + extra_head)
+    print("|---|---|---|---|---|---|---|" + ("---|" if with_settings else ""))
     for r in broken:
         if r.get("after") is None:
             print(f"| {r['name']} | {r['before']} | failed | | | {_fixes(r)} | {r.get('error', '')[:60]} |")
             continue
         print(f"| {r['name']} | {r['before']} | {r['after']} | {r['sites_before']} | {r['sites_after']} | {_fixes(r)} | "
-              f"{'match' if r['match'] else 'DIFFER'} |")
+              f"{'match' if r['match'] else 'DIFFER'} |" + (f" {_setting_cell(r)} |" if with_settings else ""))
     b = sum(r["before"] for r in broken)
     a = sum(r["after"] if r.get("after") is not None else r["before"] for r in broken)
     sb = sum(r.get("sites_before", 0) for r in broken)
@@ -406,6 +441,22 @@ def report(rows: list[dict], suite: str, verbose: bool) -> dict:
     print(f"output mismatches: {len(mismatches)} {mismatches if mismatches else ''}")
     if summary["fixed_code_failed"]:
         print(f"fixed code failed to run: {summary['fixed_code_failed']}")
+    if with_settings:
+        # A setting is taken only where it lowers the sites with compiled outputs equal.
+        sites_after = sum(r["setting"]["sites_after"] if r.get("setting", {}).get("helps") else r["sites_after"]
+                          for r in good)
+        sites_good = sum(r["sites_before"] for r in good)
+        summary["with_settings"] = {
+            "sites_before": sites_good, "sites_after": sites_after,
+            "net_removed_pct": 100.0 * (sites_good - sites_after) / sites_good if sites_good else 0.0,
+            "models_at_zero": sum(1 for r in good if (r["setting"]["after"] if r.get("setting", {}).get("helps")
+                                                      else r["after"]) == 0),
+            "helped": [r["name"] for r in good if r.get("setting", {}).get("helps")],
+        }
+        w = summary["with_settings"]
+        print(f"with the capture settings where they help ({', '.join(w['helped']) or 'none'}): break sites "
+              f"{w['sites_before']} -> {w['sites_after']}, net {w['net_removed_pct']:.0f}% removed; "
+              f"models at 0 breaks: {w['models_at_zero']}")
     per_rule = collections.Counter(rule for r in good for _, _, rule in r["removed"])
     applied = collections.Counter()
     for r in ok:
@@ -433,6 +484,15 @@ def report(rows: list[dict], suite: str, verbose: bool) -> dict:
     return summary
 
 
+def _setting_cell(r: dict) -> str:
+    t = r.get("setting")
+    if not t:
+        return "-"
+    if t.get("error"):
+        return f"failed: {t['error'][:40]}"
+    return f"{t['sites_after']} ({t['after']} breaks){'' if t['match'] else ', outputs DIFFER'}"
+
+
 def _fixes(r: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(r.get("fixes", {}).items())) or "none"
 
@@ -450,6 +510,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", help="JSON file of earlier runs, reused when their inputs did not change "
                     "(each model's weights, inputs and outputs are kept in the folder CACHE.d)")
     ap.add_argument("--json", help="write the rows and totals here")
+    ap.add_argument("--try-settings", action="store_true",
+                    help="also compile the fixed code with capture_scalar_outputs and capture_dynamic_output_shape_ops")
     ap.add_argument("--verbose", action="store_true", help="list each break site: removed (and by which rule), kept, new")
     args = ap.parse_args(argv)
 
@@ -466,7 +528,7 @@ def main(argv=None) -> int:
 
     t0 = time.time()
     store = Path((args.cache or tempfile.mkdtemp(prefix="fix-efficacy-")) + ".d")
-    rows = run_suite(names, args.suite, cache, store, log)
+    rows = run_suite(names, args.suite, cache, store, log, settings=args.try_settings)
     summary = report(rows, args.suite, args.verbose)
     print(f"\ntorch {cache.get('torch')}, {time.time() - t0:.0f} s")
     if args.json:
