@@ -212,9 +212,11 @@ def _eval_only(model):
 # --no-deps` (and its small pure-Python dependencies). Random init, small configs, no downloads.
 RESEARCH_PACKAGES = ("x_transformers", "vector_quantize_pytorch", "whisper", "segment_anything", "open_clip")
 RESEARCH_MODELS = [
-    "x_transformers:decoder", "x_transformers:encoder", "x_transformers:xtransformer",
-    "vector_quantize_pytorch:vq", "vector_quantize_pytorch:vq_cosine", "vector_quantize_pytorch:residual_vq",
-    "vector_quantize_pytorch:fsq", "vector_quantize_pytorch:lfq",
+    "x_transformers:decoder", "x_transformers:decoder_features", "x_transformers:encoder",
+    "x_transformers:continuous", "x_transformers:xtransformer",
+    "vector_quantize_pytorch:vq", "vector_quantize_pytorch:vq_cosine", "vector_quantize_pytorch:vq_kmeans",
+    "vector_quantize_pytorch:residual_vq", "vector_quantize_pytorch:fsq", "vector_quantize_pytorch:residual_fsq",
+    "vector_quantize_pytorch:lfq", "vector_quantize_pytorch:residual_lfq", "vector_quantize_pytorch:simvq",
     "whisper:tiny", "segment_anything:sam", "open_clip:clip",
 ]
 
@@ -276,7 +278,7 @@ def build_research(name: str):
     gen = torch.Generator().manual_seed(0)
     pkg, variant = name.split(":")
     if pkg == "x_transformers":
-        from x_transformers import Decoder, Encoder, TransformerWrapper, XTransformer
+        from x_transformers import ContinuousTransformerWrapper, Decoder, Encoder, TransformerWrapper, XTransformer
 
         ids = torch.randint(0, 64, (2, 32), generator=gen)
         if variant == "decoder":
@@ -285,6 +287,21 @@ def build_research(name: str):
                 attn_layers=Decoder(dim=32, depth=2, heads=2, rotary_pos_emb=True, attn_flash=False),
             )
             return model.eval(), {"x": ids}
+        if variant == "decoder_features":
+            model = TransformerWrapper(
+                num_tokens=64, max_seq_len=64,
+                attn_layers=Decoder(dim=32, depth=2, heads=2, attn_num_mem_kv=2, rel_pos_bias=True, macaron=True,
+                                    sandwich_norm=True, shift_tokens=1, ff_glu=True, attn_gate_values=True,
+                                    attn_qk_norm=True),
+            )
+            return model.eval(), {"x": ids}
+        if variant == "continuous":
+            model = ContinuousTransformerWrapper(
+                dim_in=8, dim_out=8, max_seq_len=64,
+                attn_layers=Encoder(dim=32, depth=1, heads=2, dynamic_pos_bias=True),
+            )
+            x = torch.randn(2, 16, 8, generator=gen)
+            return model.eval(), {"x": x, "mask": torch.ones(2, 16, dtype=torch.bool)}
         if variant == "encoder":
             model = TransformerWrapper(
                 num_tokens=64, max_seq_len=64, num_memory_tokens=2,
@@ -298,7 +315,7 @@ def build_research(name: str):
         )
         return model.eval(), {"src": ids, "tgt": ids[:, :16], "mask": torch.ones_like(ids).bool()}
     if pkg == "vector_quantize_pytorch":
-        from vector_quantize_pytorch import FSQ, LFQ, ResidualVQ, VectorQuantize
+        from vector_quantize_pytorch import FSQ, LFQ, ResidualFSQ, ResidualLFQ, ResidualVQ, SimVQ, VectorQuantize
 
         x = torch.randn(2, 16, 32, generator=gen)
         if variant == "vq":
@@ -307,6 +324,14 @@ def build_research(name: str):
             model = VectorQuantize(dim=32, codebook_size=64, heads=2, separate_codebook_per_head=True,
                                    use_cosine_sim=True, threshold_ema_dead_code=2, orthogonal_reg_weight=0.1)
             return model.eval(), {"x": x}
+        if variant == "vq_kmeans":  # k-means init on the first batch seen in training
+            return VectorQuantize(dim=32, codebook_size=16, kmeans_init=True, kmeans_iters=2).eval(), {"x": x}
+        if variant == "residual_fsq":
+            return ResidualFSQ(dim=32, levels=[8, 5, 5], num_quantizers=2).eval(), {"x": x}
+        if variant == "residual_lfq":
+            return ResidualLFQ(dim=32, codebook_size=256, num_quantizers=2).eval(), {"x": x}
+        if variant == "simvq":
+            return SimVQ(dim=32, codebook_size=64).eval(), {"x": x}
         if variant == "residual_vq":
             return ResidualVQ(dim=32, num_quantizers=2, codebook_size=64, quantize_dropout=True).eval(), {"x": x}
         if variant == "fsq":

@@ -113,6 +113,28 @@ class UntraceableCall(Rule):
         ),
         Example(
             """
+            from random import random
+
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+                    self.layer_dropout = 0.5
+
+                def forward(self, x):
+                    # Layer dropout drawn with Python's random (x_transformers): breaks on 2.13.
+                    x = self.proj(x)
+                    if random() < self.layer_dropout:  # expect: DYN105
+                        x = x * 2
+                    return x + 1
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
             import torch
 
             @torch.compile
