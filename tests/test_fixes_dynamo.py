@@ -194,3 +194,56 @@ def test_split_assert_compiles_to_one_graph_and_still_raises(tmp_path):
         with pytest.raises((AssertionError, RuntimeError), match="NaN detected"):
             run(nan)
 
+
+@pytest.mark.torch
+def test_item_deciding_a_branch_has_no_break_free_rewrite():
+    """Longformer / LED: `is_global_attn = is_index_global_attn.flatten().any().item()`, then
+    `if is_global_attn:` around work with data-dependent shapes (`nonzero`, a `cat` of as many
+    columns as there are global tokens). Why no fix is offered: each candidate rewrite of a
+    reduced copy still breaks (dropping `.item()`: a tensor branch; capturing the scalar: a
+    branch on a symbolic bool; always taking the global path: equal outputs, but `nonzero`)."""
+    import torch
+    import torch._dynamo
+
+    def original(x, mask):
+        is_global = (mask > 0).flatten().any().item()
+        y = x * 2
+        if is_global:
+            y = y.clone()
+            y[(mask > 0).nonzero(as_tuple=True)] = 0
+        return y + 1
+
+    def without_item(x, mask):
+        is_global = (mask > 0).flatten().any()
+        y = x * 2
+        if is_global:
+            y = y.clone()
+            y[(mask > 0).nonzero(as_tuple=True)] = 0
+        return y + 1
+
+    def always_global(x, mask):
+        y = (x * 2).clone()
+        y[(mask > 0).nonzero(as_tuple=True)] = 0
+        return y + 1
+
+    x, no_global = torch.randn(2, 8), torch.zeros(2, 8)
+    for fn in (original, without_item, always_global):
+        torch._dynamo.reset()
+        explained = torch._dynamo.explain(fn)(x, no_global)
+        assert explained.graph_break_count >= 1, fn.__name__
+        torch.testing.assert_close(fn(x, no_global), original(x, no_global))
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        assert torch._dynamo.explain(original)(x, no_global).graph_break_count >= 1
+    source = (
+        "import torch\n"
+        "class Encoder(torch.nn.Module):\n"
+        "    def forward(self, x, attention_mask: torch.Tensor):\n"
+        "        is_global_attn = (attention_mask > 0).flatten().any().item()\n"
+        "        if is_global_attn:\n"
+        "            x = torch.cat((x[:, :1], x), dim=-1)\n"
+        "        return x * 2\n"
+    )
+    result = fix_source(source, "encoder.py", ALL, unsafe=True)
+    assert result.text == source and result.remaining
+
