@@ -527,3 +527,24 @@ def test_settings_lines_say_none_suggested_and_show_mismatches():
     assert "capture_scalar_outputs = True: 1 graphs, 0 breaks, outputs DIFFER (output 0 differs)" in text
     assert "none suggested: no setting lowered the breaks with outputs equal." in text
     assert "none suggested" in render(report, "markdown")
+
+
+@pytest.mark.torch
+def test_a_break_inside_torch_is_placed_at_the_user_frame_that_led_there():
+    """`nn.Linear(...)` built in forward breaks in torch's linear.py: the report names the user's line."""
+    from dynalint.verify.measuring import DynamoLog, torch_dir
+
+    linear = os.path.join(torch_dir(), "nn", "modules", "linear.py")
+    module = os.path.join(torch_dir(), "nn", "modules", "module.py")
+    message = (f"Graph break in user code at {linear}:108\n"
+               "Graph Break Reason: Encountered graph break when attempting to trace CALL\n\n"
+               "Attempted to use `torch.nn.Parameter()` constructor with Dynamo\n\n"
+               "User code traceback:\n"
+               f'  File "{module}", line 1778, in _wrapped_call_impl\n    return self._call_impl(*args, **kwargs)\n'
+               '  File "/proj/model.py", line 12, in forward\n    lin = nn.Linear(4, 4)\n'
+               f'  File "{linear}", line 108, in __init__\n    self.weight = Parameter(...)\n')
+    entry = DynamoLog(trace=False)._parse_break(message)
+    assert (entry["filename"], entry["lineno"]) == ("/proj/model.py", 12)
+    # A break in user code keeps its own place.
+    own = DynamoLog(trace=False)._parse_break("Graph break in user code at /proj/model.py:20\nGraph Break Reason: x\n")
+    assert (own["filename"], own["lineno"]) == ("/proj/model.py", 20)

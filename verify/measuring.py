@@ -149,6 +149,7 @@ def dynamic_shapes(dynamic: Optional[bool]):
 _GB_URL = re.compile(r"compile-graph-break-site/gb/(gb\d+)\.html", re.I)
 _AT = re.compile(r"in user code at (.+):(\d+)\s*$", re.M)
 _TRACE = re.compile(r"TRACE starts_line (.+):(\d+) in ")
+_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in ', re.M)
 _RECOMPILING = re.compile(r"Recompiling function (\S+) in (.+):(\d+)")
 _GUARD = re.compile(r"^\s*- (\d+/\d+): (.*?)\s*$")
 _FILE_LINE = re.compile(r'File "(.+)", line (\d+)')
@@ -279,9 +280,23 @@ class DynamoLog(logging.Handler):
                 return gb_id, entry["gb_type"]
         return None, None
 
-    def _parse_break(self, message: str) -> dict:
+    def _user_site(self, message: str) -> tuple[Optional[str], Optional[int]]:
+        """Where the break is in user code: the log's "at" place, or when that is torch's own
+        code (`nn.Linear(...)` built in forward breaks in linear.py) the innermost frame of the
+        traceback outside torch, as explain's break reasons do."""
         m = _AT.search(message)
         filename, lineno = (self._path(m.group(1)), int(m.group(2))) if m else (None, None)
+        tdir = torch_dir()
+        if filename and filename.startswith(tdir):
+            tail = message.split("User code traceback:", 1)[-1]
+            frames = [(self._path(f), int(n)) for f, n in _FRAME.findall(tail)]
+            outside = [(f, n) for f, n in frames if f and not f.startswith(tdir)]
+            if outside:
+                return outside[-1]
+        return filename, lineno
+
+    def _parse_break(self, message: str) -> dict:
+        filename, lineno = self._user_site(message)
         gb_id, gb_type = self._gb(message)
         reason = gb_type
         if reason is None:
