@@ -6,8 +6,13 @@ Everything here is plain data so that findings can be cached as JSON and sent be
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, asdict
 from typing import Any, Optional
+
+# `# noqa` (every rule) or `# noqa: DYN101, DYN110` on a line: the one pattern the linter, the
+# fixes and the language server read.
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 SAFE = "safe"
 UNSAFE = "unsafe"

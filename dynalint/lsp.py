@@ -30,6 +30,7 @@ from typing import Any, Optional
 import click
 
 from dynalint import __version__, rule_url
+from dynalint.findings import NOQA
 
 try:  # the `lsp` extra; checked again when the command runs, with a clear message
     from lsprotocol import types as T
@@ -49,7 +50,6 @@ FIX_ALL_KIND = "source.fixAll.dynalint"
 DEFAULT_DEBOUNCE_MS = 300
 PYTHON_SUFFIXES = (".py", ".pyi")
 _SEVERITY = {"error": 1, "warning": 2, "info": 3}  # LSP DiagnosticSeverity values
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def noqa_edit(lines: list[str], row: int, code: str, blocked: set[int]) -> Optio
     if row < 1 or row > len(lines) or row in blocked:
         return None
     line = lines[row - 1].rstrip("\r\n")
-    m = _NOQA.search(line)
+    m = NOQA.search(line)
     if m is not None:
         codes = m.group("codes")
         if codes is None:  # a bare `# noqa` already silences everything

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import json
-from typing import Optional
 
 import libcst as cst
 

@@ -17,14 +17,13 @@ from typing import Optional
 
 import libcst as cst
 
-from dynalint.findings import SAFE, UNSAFE
+from dynalint.findings import NOQA, SAFE, UNSAFE
 
 from .base import SourceInfo, guarded, insert_at, insert_line_before, make_fix, source_info
 from .imports import imports_torch, is_compiling_helper, torch_reference
 from .statements import string_continuation_rows
 
 IS_COMPILING_LAST_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"})
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 REGISTRY = "guard"
 
 
@@ -56,7 +55,7 @@ def _needs_guard(info: SourceInfo, stmt: cst.CSTNode, positions) -> bool:
     codes = info.registry.get(REGISTRY, {}).get(id(stmt))
     if not codes:
         return False
-    m = _NOQA.search(info.line(positions[stmt].start.line))
+    m = NOQA.search(info.line(positions[stmt].start.line))
     if m is None:
         return True
     suppressed = m.group("codes")

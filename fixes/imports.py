@@ -9,20 +9,11 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from dynalint.findings import Edit
+from dynalint.lint.nodes import dotted
 
 from .base import SourceInfo, insert_line_before, is_docstring
+
 from .variables import variable_reads
-
-
-def _dotted(node: cst.BaseExpression) -> Optional[str]:
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 # The import lines of the last module asked about: every fix of a file asks (a file of
@@ -53,7 +44,7 @@ def _walk_top_level_import_lines(module: cst.Module) -> Iterable[cst.SimpleState
 
 def _is_type_checking(test: cst.BaseExpression) -> bool:
     """`if TYPE_CHECKING:` / `if typing.TYPE_CHECKING:`: its imports are never bound at run time."""
-    name = _dotted(test)
+    name = dotted(test)
     return name is not None and name.split(".")[-1] == "TYPE_CHECKING"
 
 
@@ -65,7 +56,7 @@ def torch_name(module: cst.Module) -> Optional[str]:
             if not isinstance(small, cst.Import):
                 continue
             for alias in small.names:
-                full = _dotted(alias.name)
+                full = dotted(alias.name)
                 if full is None:
                     continue
                 if alias.asname is not None:
@@ -83,7 +74,7 @@ def imports_torch(module: cst.Module) -> bool:
         if _imports_torch_submodule(line):
             return True
         for small in line.body:
-            if isinstance(small, cst.Import) and any(_dotted(a.name) == "torch" for a in small.names):
+            if isinstance(small, cst.Import) and any(dotted(a.name) == "torch" for a in small.names):
                 return True
     return False
 
@@ -99,7 +90,7 @@ def is_compiling_helper(module: cst.Module) -> Optional[str]:
         for small in line.body:
             if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
                 continue
-            source = None if small.module is None else _dotted(small.module)
+            source = None if small.module is None else dotted(small.module)
             for alias in small.names:
                 name = alias.name.value if isinstance(alias.name, cst.Name) else None
                 if any(name == n and (m is None or (m == source and not small.relative)) for m, n in IS_COMPILING_HELPERS):
@@ -119,18 +110,18 @@ def _is_future_import(stmt: cst.CSTNode) -> bool:
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
         return False
     small = stmt.body[0]
-    return isinstance(small, cst.ImportFrom) and small.module is not None and _dotted(small.module) == "__future__"
+    return isinstance(small, cst.ImportFrom) and small.module is not None and dotted(small.module) == "__future__"
 
 
 def _imports_torch_submodule(stmt: cst.SimpleStatementLine) -> bool:
     for small in stmt.body:
         if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-            mod = _dotted(small.module) or ""
+            mod = dotted(small.module) or ""
             if mod == "torch" or mod.startswith("torch."):
                 return True
         if isinstance(small, cst.Import):
             for alias in small.names:
-                name = _dotted(alias.name) or ""
+                name = dotted(alias.name) or ""
                 if name.startswith("torch."):
                     return True
     return False
@@ -172,7 +163,7 @@ def bound_module_name(module: cst.Module, wanted: str) -> Optional[str]:
             if not isinstance(small, cst.Import):
                 continue
             for alias in small.names:
-                if _dotted(alias.name) != wanted:
+                if dotted(alias.name) != wanted:
                     continue
                 if alias.asname is None:
                     return wanted
@@ -234,13 +225,13 @@ def debugger_import_names(stmt: cst.CSTNode) -> Optional[set[str]]:
     for small in stmt.body:
         if isinstance(small, cst.Import):
             for alias in small.names:
-                full = _dotted(alias.name) or ""
+                full = dotted(alias.name) or ""
                 if full not in DEBUGGER_MODULES:
                     return None
                 local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
                 names.add(local)
         else:
-            if small.relative or small.module is None or (_dotted(small.module) or "") not in DEBUGGER_MODULES:
+            if small.relative or small.module is None or (dotted(small.module) or "") not in DEBUGGER_MODULES:
                 return None
             if isinstance(small.names, cst.ImportStar):
                 return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dynalint.lint.nodes import is_none
+
 
 def variable_names(root: cst.CSTNode) -> set[str]:
     """Names read as variables under root (attribute names and keyword names are not variables;
@@ -40,10 +42,6 @@ def variable_reads(root: cst.CSTNode, name: str, skip=(), skip_imports: bool = F
     return [n for n in variable_nodes(root, skip, skip_imports) if n.value == name]
 
 
-def _is_none(node) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
 def _is_name(node, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
@@ -57,7 +55,7 @@ def _parameter_may_be_none(fn: cst.FunctionDef, name: str) -> bool:
     for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
         if p.name.value != name:
             continue
-        if p.default is not None and _is_none(p.default):
+        if p.default is not None and is_none(p.default):
             return True
         return p.annotation is not None and _annotation_admits_none(p.annotation)
     return False
@@ -68,12 +66,12 @@ def _none_test_or_binding(node: cst.CSTNode, name: str) -> bool:
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
         other = node.comparisons[0].comparator
         left = node.left
-        return (_is_name(left, name) and _is_none(other)) or (_is_none(left) and _is_name(other, name))
-    if isinstance(node, cst.Assign) and _is_none(node.value):
+        return (_is_name(left, name) and is_none(other)) or (is_none(left) and _is_name(other, name))
+    if isinstance(node, cst.Assign) and is_none(node.value):
         return any(_is_name(t.target, name) for t in node.targets)
     if isinstance(node, cst.AnnAssign):
         return _is_name(node.target, name) and (
-            (node.value is not None and _is_none(node.value)) or _annotation_admits_none(node.annotation)
+            (node.value is not None and is_none(node.value)) or _annotation_admits_none(node.annotation)
         )
     return False
 

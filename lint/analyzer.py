@@ -15,10 +15,11 @@ from typing import Optional
 
 import libcst as cst
 
-from dynalint.findings import Finding, Fix
+from dynalint.findings import NOQA, Finding, Fix
 
 from . import fastcst
 from . import kinds as K
+from .nodes import dotted, is_none
 from .kinds import B, N, P, S, T, U, TENSORISH
 # The summary data (plain, JSON-able) lives apart, so that cached runs need no libcst.
 from .summary import ClassInfo, FileSummary, FunctionInfo
@@ -37,18 +38,6 @@ class AnalyzerOptions:
 
 # --------------------------------------------------------------------------------------------
 # Helpers on libcst nodes
-
-
-def dotted(node: cst.BaseExpression) -> Optional[str]:
-    """`a.b.c` -> "a.b.c"; anything else -> None."""
-    parts = []
-    while type(node) is cst.Attribute:
-        parts.append(node.attr.value)
-        node = node.value
-    if type(node) is cst.Name:
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _terminates(block: cst.BaseSuite) -> bool:
@@ -748,7 +737,7 @@ class FunctionContext(cst.CSTVisitor):
             pos = i - 1 if is_method else i
             self.param_origin.add(name)
             self.param_slots[name] = (pos, U if p.default is None else self.kind(p.default))
-            optional = p.default is not None and _is_none(p.default)
+            optional = p.default is not None and is_none(p.default)
             if optional and ak is None:
                 self.optional_params.add(name)
             if ak is None and commented is not None:
@@ -1071,7 +1060,7 @@ class FunctionContext(cst.CSTVisitor):
             for el in node.slice:
                 inner = el.slice
                 if type(inner) is cst.Slice or (
-                    type(inner) is cst.Index and (_is_none(inner.value) or type(inner.value) is cst.Ellipsis)
+                    type(inner) is cst.Index and (is_none(inner.value) or type(inner.value) is cst.Ellipsis)
                 ):
                     self._note_evidence(node.value)
                     return
@@ -1298,7 +1287,7 @@ class FunctionContext(cst.CSTVisitor):
         if type(node) is cst.Comparison:
             if any(type(c.operator) in (cst.Is, cst.IsNot) for c in node.comparisons):
                 return N
-            if _is_none(node.left) or any(_is_none(c.comparator) for c in node.comparisons):
+            if is_none(node.left) or any(is_none(c.comparator) for c in node.comparisons):
                 return N  # `mem == None`: Dynamo answers it like `is None`, a Python bool
             if any(type(c.operator) in (cst.In, cst.NotIn) for c in node.comparisons):
                 # `t in [1, 2]` compares the tensor with each item and takes bool() of each.
@@ -1539,10 +1528,6 @@ def _syntax_error_summary(source: str, filename: str, module_name: str, exc: Exc
     return summary
 
 
-def _is_none(node: cst.BaseExpression) -> bool:
-    return type(node) is cst.Name and node.value == "None"
-
-
 def _join(a: str, b: str) -> str:
     """Kind of a value that is either a or b (two branches)."""
     if a == b:
@@ -1569,13 +1554,10 @@ def parse_noqa(source: str) -> dict[int, Optional[list[str]]]:
     out: dict[int, Optional[list[str]]] = {}
     if "noqa" not in source:
         return out
-    import re
-
-    pat = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
     for row, line in enumerate(source.splitlines(), start=1):
         if "#" not in line:
             continue
-        m = pat.search(line)
+        m = NOQA.search(line)
         if m:
             codes = m.group("codes")
             out[row] = None if not codes else [c.upper() for c in re.split(r"[,\s]+", codes) if c]

@@ -24,7 +24,7 @@ take the tensor once.
 
 import libcst as cst
 
-from ..analyzer import dotted
+from ..nodes import dotted
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 FUNCTION_BASES = frozenset(
