@@ -39,10 +39,17 @@ class Example:
     # Calls made on the target for a probe (recompile probes on module state call it several times).
     calls: int = 1
     why: str = ""
+    # The code after `dynalint check --fix --unsafe-fixes` (as Fixit's expected_replacement): the
+    # tests apply the fixes and compare, and probe that the fixed code breaks less with equal outputs.
+    fixed: str | None = None
 
     @property
     def source(self) -> str:
         return textwrap.dedent(self.code).lstrip("\n")
+
+    @property
+    def fixed_source(self) -> str | None:
+        return None if self.fixed is None else textwrap.dedent(self.fixed).lstrip("\n")
 
     def expected(self) -> list[tuple[int, str]]:
         out = []

@@ -4,6 +4,7 @@ import pytest
 
 from dynalint.config import Config
 from dynalint.engine import lint_source
+from dynalint.fixes.apply import fix_source
 from dynalint.lint.rules import all_rules
 
 ALL = Config(select=("ALL",))
@@ -25,6 +26,27 @@ def test_example_lints_as_marked(rule, kind, i, example):
         assert any(code == rule.code for _, code in got), f"{rule.code} invalid example reports no {rule.code}"
     else:
         assert not got
+
+
+FIXED = [
+    pytest.param(rule, i, ex, id=f"{rule.code}-invalid-{i}")
+    for rule in all_rules()
+    for i, ex in enumerate(rule.invalid)
+    if ex.fixed is not None
+]
+
+
+@pytest.mark.parametrize("rule,i,example", FIXED)
+def test_example_fixes_to_its_expected_code(rule, i, example):
+    result = fix_source(example.source, "example.py", ALL, unsafe=True)
+    assert result.text == example.fixed_source, result.text
+    assert any(f.code == rule.code for f in result.fixed), f"no {rule.code} fix applied"
+
+
+def test_every_fixable_rule_shows_a_fix():
+    for rule in all_rules():
+        if rule.fixable:
+            assert any(ex.fixed is not None for ex in rule.invalid), f"{rule.code}: no example with `fixed=`"
 
 
 def test_every_rule_has_docs_and_examples():

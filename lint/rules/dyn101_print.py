@@ -76,6 +76,16 @@ class PrintCall(Rule):
                 return y + 1
             """,
             dynamo=BREAKS,
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x):
+                    y = x * 2
+                    if not torch.compiler.is_compiling():
+                        print("y", y.shape)  # expect: DYN101
+                    return y + 1
+            """,
         ),
         Example(
             """

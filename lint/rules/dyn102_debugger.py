@@ -77,6 +77,14 @@ class DebuggerCall(Rule):
             """,
             dynamo=None,
             why="would stop the test run in a debugger; Dynamo's skip-file list covers pdb",
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x):
+                    y = x + 1
+                    return y * 2
+            """,
         ),
         Example(
             """

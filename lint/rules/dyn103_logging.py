@@ -93,6 +93,19 @@ class LoggingCall(Rule):
                 return y + 1
             """,
             dynamo=BREAKS,
+            fixed="""
+                import logging
+                import torch
+
+                log = logging.getLogger(__name__)
+
+                @torch.compile
+                def f(x):
+                    y = x * 2
+                    if not torch.compiler.is_compiling():
+                        log.info("val %s", y.shape)  # expect: DYN103
+                    return y + 1
+            """,
         ),
         Example(
             """

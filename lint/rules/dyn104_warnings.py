@@ -72,6 +72,17 @@ class WarningsWarn(Rule):
                 return y + 1
             """,
             dynamo=BREAKS,
+            fixed="""
+                import warnings
+                import torch
+
+                @torch.compile
+                def f(x):
+                    y = x * 2
+                    if not torch.compiler.is_compiling():
+                        warnings.warn("careful")  # expect: DYN104
+                    return y + 1
+            """,
         ),
     )
     valid = (

@@ -77,6 +77,17 @@ class NumpyScalarMath(Rule):
                     return x.new_zeros((x.shape[0], width)) + x.sum()
             """,
             dynamo=BREAKS,
+            fixed="""
+                import numpy as np
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def forward(self, x, sizes=(1, 2, 3)):
+                        width = sum(list(sizes))  # expect: DYN106
+                        return x.new_zeros((x.shape[0], width)) + x.sum()
+            """,
         ),
         Example(
             """

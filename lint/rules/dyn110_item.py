@@ -96,6 +96,14 @@ class ItemCall(Rule):
                 return x - m
             """,
             dynamo=BREAKS,
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x):
+                    m = x.mean()  # expect: DYN110
+                    return x - m
+            """,
         ),
         Example(
             """

@@ -164,6 +164,14 @@ class TensorControlFlow(Rule):
                 return x - 1
             """,
             dynamo=BREAKS,
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x):
+                    # expect: DYN120
+                    return torch.where(torch.rand(1) > 0.5, x * 2, x - 1)
+            """,
         ),
         Example(
             """

@@ -135,6 +135,22 @@ class DynamicShapeOp(Rule):
             """,
             dynamo=BREAKS,
             inputs="(torch.randn(2, 8),)",
+            fixed="""
+                import torch
+                from torch import nn
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.offsets = [0.0, 1.0]
+
+                    def forward(self, x):
+                        out = []
+                        # Rows of a tensor, taken through zip(), are tensors.
+                        for row, offset in zip(x.softmax(-1), self.offsets):
+                            out.append(torch.where(row > 0.1, row, 0).sum() + offset)  # expect: DYN130
+                        return out
+            """,
         ),
         Example(
             """

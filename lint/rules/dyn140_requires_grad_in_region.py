@@ -120,6 +120,18 @@ class RequiresGradInRegion(Rule):
                 return x + bias
             """,
             dynamo=BREAKS,
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x, checkpointing=True):
+                    bias = torch.zeros(
+                        (1, x.shape[-1]),
+                        dtype=x.dtype,
+                        requires_grad=bool(checkpointing),
+                    )
+                    return x + bias
+            """,
         ),
     )
     valid = (
