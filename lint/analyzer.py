@@ -152,6 +152,8 @@ class FileAnalyzer:
         self.buffer_attrs: dict[str, set[str]] = {}  # class qualname -> attrs set to nn.Buffer(...)
         self.all_attrs: dict[str, set[str]] = {}  # class qualname -> attrs assigned in __init__
         self.rnn_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding nn.LSTM/GRU/RNN
+        self.lock_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding threading locks
+        self.lock_names: set[str] = set()  # module-level names bound to threading locks
         self._subclasses: Optional[dict[str, list[str]]] = None  # base -> classes of this file
         self.compile_called_names: set[str] = set()
         # function qualname -> {parameter position or name: kind of the tensor passed there}
@@ -286,6 +288,16 @@ class FileAnalyzer:
                 self.local_functions[stmt.name.value] = stmt
         self.collect_imports()
         self._collect_module_level()
+        self._collect_module_locks()
+
+    def _collect_module_locks(self) -> None:
+        """`_lock = threading.Lock()` at module level (Dynamo cannot enter such a lock)."""
+        for stmt in self.module.body:
+            if type(stmt) is not cst.SimpleStatementLine:
+                continue
+            for small in stmt.body:
+                if type(small) is cst.Assign and type(small.value) is cst.Call and self.qualname(small.value.func) in LOCK_TYPES:
+                    self.lock_names.update(t.target.value for t in small.targets if type(t.target) is cst.Name)
 
     def _collect_module_level(self) -> None:
         """Loggers and torch.compile(fn) targets anywhere in the file: a function of the tree and
@@ -371,6 +383,8 @@ class FileAnalyzer:
                                 self.buffer_attrs.setdefault(cls, set()).add(attr)
                         elif q in RNN_MODULES:
                             self.rnn_attrs.setdefault(cls, set()).add(attr)
+                        elif q in LOCK_TYPES:
+                            self.lock_attrs.setdefault(cls, set()).add(attr)
                         elif q is not None:
                             types = _submodule_types(value, self)
                             if types:
@@ -452,6 +466,8 @@ class FileAnalyzer:
 
 
 RNN_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
+# Locks Dynamo cannot enter ("Unsupported context manager"; probed on torch 2.13: DYN109).
+LOCK_TYPES = frozenset({"threading.Lock", "threading.RLock"})
 
 
 def _torch_non_tensor(q: str) -> bool:
@@ -582,6 +598,8 @@ class FunctionContext(cst.CSTVisitor):
         self.buffer_attrs = fa.buffer_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
         self.rnn_attrs = fa.rnn_attrs_with_subclasses(cls) if cls else set()
+        self.lock_attrs = fa.lock_attrs.get(cls, set()) if cls else set()
+        self.lock_names = fa.lock_names
         self.class_info = fa.summary.classes.get(cls) if cls else None
         self.nested_defs: set[str] = set()
         self.numpy_names: set[str] = set()  # names bound to NumPy values
