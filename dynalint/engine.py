@@ -181,6 +181,10 @@ def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
     if facts:
         options.external_hints = facts["hints"]
         options.external_returns = frozenset(facts["returns"])
+        if facts.get("passthrough"):
+            options.external_passthrough = {
+                name: tuple(tuple(slot) for slot in slots) for name, slots in facts["passthrough"].items()
+            }
     # A parsed file is a tree of acyclic objects freed by reference counting: the cycle collector
     # only rescans them while they live, so it stays off for the file's analysis.
     was_enabled = gc.isenabled()

@@ -562,6 +562,8 @@ def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set, fo
                 return False
             if was["returns_tensor"] != fn["returns_tensor"] and q in visited:
                 return False
+            if was.get("passthrough") != fn.get("passthrough") and q in visited:
+                return False
     return _external_calls(old, tops) == _external_calls(new, tops)
 
 

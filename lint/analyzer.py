@@ -34,6 +34,9 @@ class AnalyzerOptions:
     external_hints: Optional[dict[str, dict[str, str]]] = None
     # qualnames of functions in other files that return tensors (`h = rms_normalize(x)`).
     external_returns: frozenset[str] = frozenset()
+    # qualnames of functions in other files returning some of their parameters as they came
+    # (`default(val, d)`) -> ((position, name, kind of the default), ...)
+    external_passthrough: Optional[dict[str, tuple]] = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,6 +280,7 @@ class FileAnalyzer:
             self._visit_function(fn, prefix, cls)
         for qual, info in self.summary.functions.items():
             info.returns_tensor = bool(self.returns_tensor.get(qual))
+            info.passthrough = [list(slot) for slot in self.passthrough.get(qual) or ()]
         self._resolve_positions()
         return self.summary
 
@@ -1354,6 +1358,9 @@ class FunctionContext(cst.CSTVisitor):
                 return T
             if q.startswith(("math.", "time.", "random.", "os.", "warnings.", "logging.")):
                 return N
+            slots = (self.fa.options.external_passthrough or {}).get(q)
+            if slots:
+                return self._passthrough_kind(node, slots, q in self.fa.options.external_returns)
             if q in self.fa.options.external_returns:
                 return T
             if q.startswith("numpy."):

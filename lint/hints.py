@@ -22,7 +22,9 @@ def cross_file_facts(
     summaries: Iterable[FileSummary], visited: Optional[set] = None, project: Optional[Project] = None
 ) -> dict[str, dict]:
     """filename -> {"hints": parameter hints its functions receive from calls in other files,
-    "returns": dotted names it calls, defined in other files, that return tensors}.
+    "returns": dotted names it calls, defined in other files, that return tensors, and, when
+    there are any, "passthrough": those of them that return some of their parameters as they
+    came in, with those parameters (`FunctionInfo.passthrough`)}.
     `visited`: gets every name resolution looked at (`Project`); `project`: one built for
     these summaries with that `visited`, reused instead of building another.
 
@@ -46,27 +48,30 @@ def cross_file_facts(
         part = memo.get(s.filename)
         if part is None or part.summary is not s:
             part = memo[s.filename] = _FileFacts(s, _hints_given(s, project, file_of))
-            part.returns, part.callee_files = _returns_to(s, project, file_of)
+            part.returns, part.passthrough, part.callee_files = _returns_to(s, project, file_of)
         elif part.callee_files & changed:
-            part.returns, part.callee_files = _returns_to(s, project, file_of)
+            part.returns, part.passthrough, part.callee_files = _returns_to(s, project, file_of)
         for target_file, target, slots in part.hints:
             merged = facts(target_file)["hints"].setdefault(target, {})
             for slot, kind in slots.items():
                 merged[slot] = P if P in (kind, merged.get(slot)) else T
         if part.returns:
             facts(s.filename)["returns"] = list(part.returns)
+        if part.passthrough:
+            facts(s.filename)["passthrough"] = dict(part.passthrough)
     return out
 
 
 class _FileFacts:
     """One file's part of the cross-file facts, for one summary of it."""
 
-    __slots__ = ("summary", "hints", "returns", "callee_files")
+    __slots__ = ("summary", "hints", "returns", "passthrough", "callee_files")
 
     def __init__(self, summary: FileSummary, hints: list) -> None:
         self.summary = summary
         self.hints = hints  # [(file, function, {slot: kind})]: tensors it passes to other files
         self.returns: list[str] = []  # sorted: names it calls that return tensors
+        self.passthrough: dict = {}  # names it calls returning parameters -> those parameters
         self.callee_files: set[str] = set()  # the other files defining what it calls by name
 
 
@@ -84,9 +89,10 @@ def _hints_given(s: FileSummary, project: Project, file_of: dict) -> list:
     return out
 
 
-def _returns_to(s: FileSummary, project: Project, file_of: dict) -> tuple[list, set]:
+def _returns_to(s: FileSummary, project: Project, file_of: dict) -> tuple[list, dict, set]:
     project.asker = s.module + "."
     returns, callee_files = set(), set()
+    passthrough = {}
     for fn in s.functions.values():
         for edge in fn.edges:
             if edge[0] != "name":
@@ -97,5 +103,7 @@ def _returns_to(s: FileSummary, project: Project, file_of: dict) -> tuple[list, 
                 callee_files.add(file_of[target])
                 if callee.returns_tensor:
                     returns.add(edge[1])
+                if callee.passthrough:
+                    passthrough[edge[1]] = [list(slot) for slot in callee.passthrough]
     project.asker = None
-    return sorted(returns), callee_files
+    return sorted(returns), dict(sorted(passthrough.items())), callee_files

@@ -21,6 +21,10 @@ class FunctionInfo:
     compile_root: bool = False  # decorated with @torch.compile
     disabled: bool = False  # decorated with @torch.compiler.disable and friends
     returns_tensor: bool = False  # some `return` gives a tensor (callers in other files use it)
+    # Parameters some `return` gives back as they came in, as [position, name, kind of the
+    # default] (`def default(val, d): return val if exists(val) else d`): a call's value is its
+    # arguments' kinds there (callers in other files use it too).
+    passthrough: list = field(default_factory=list)
     # Calls made from live code: ("name", dotted) | ("self", method) | ("selfattr", attr, method)
     # | ("super", method)
     edges: list[tuple] = field(default_factory=list)

@@ -785,9 +785,11 @@ def test_kinds_need_evidence(name):
     assert got == expected
 
 
-def test_a_passthrough_helper_in_another_file_gives_no_tensor_to_its_callers(tmp_path):
-    """`default` in utils.py is called with a tensor somewhere and returns its argument: callers
-    in other files that pass numbers must not get a tensor back."""
+@pytest.mark.parametrize("lint", [findings, findings_incremental], ids=["summaries", "incremental"])
+def test_a_passthrough_helper_in_another_file_gives_back_its_callers_arguments(tmp_path, lint):
+    """`default` in utils.py returns its argument: a caller in another file that passes numbers
+    gets a number back (no finding), one that passes a tensor gets a tensor (a finding), also
+    on a warm run after utils.py stops returning its argument."""
     write_tree(tmp_path / "src", {
         "pkg/__init__.py": "",
         "pkg/utils.py": """
@@ -805,7 +807,15 @@ def test_a_passthrough_helper_in_another_file_gives_no_tensor_to_its_callers(tmp
                     beam_size = default(beam_size, 1)
                     if beam_size > 1:
                         x = x.repeat(beam_size, 1)
+                    if mask.any():
+                        x = x * 2
                     return x * mask
         """,
     })
-    assert findings(tmp_path / "src") == []
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    cold = lint(root, cache_dir)
+    assert [(f[0], f[1], f[3]) for f in cold] == [("pkg/model.py", 12, "DYN120")]
+    assert cold == findings(root, None)
+    (root / "pkg/utils.py").write_text("def default(val, d):\n    return 1\n")
+    warm = lint(root, cache_dir)
+    assert warm == findings(root, None) == []
