@@ -9,7 +9,9 @@ So a branch value is described by a signature, (leaves, dtype tag), and the fixe
 only when both branches' signatures are equal:
   - leaves: the tensors the value is computed from elementwise (or shape-preservingly, as
     `softmax(x, -1)`, `x.cumsum(0)`, `torch.zeros_like(x)`), each written as its source text.
-    Anything else (a call of a submodule, `F.pad`, `cat`, `reshape`, indexing, a reduction, a
+    Calls of submodules that every assignment in the class makes a shape-keeping torch.nn module
+    (`nn.Dropout`, `nn.GELU`, `nn.Identity`, ...) count as elementwise on their input.
+    Anything else (a call of another submodule, `F.pad`, `cat`, `reshape`, indexing, a reduction, a
     conversion `.float()`, an unknown call) is an opaque leaf: the same text in both branches
     has the same shape, any other text may not. The result's shape is the broadcast of the
     leaves' shapes, so equal sets of leaves give equal shapes.
@@ -51,6 +53,16 @@ BOOL_RESULT = frozenset(
     logical_or logical_xor isnan isinf isfinite isposinf isneginf isreal signbit
     """.split()
 )
+# torch.nn modules (last dotted part) whose output has their one input's shape and dtype, whatever
+# their constructor arguments.
+SHAPE_KEEPING_MODULES = frozenset(
+    """
+    Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout Identity ReLU ReLU6 GELU
+    SiLU Mish Sigmoid Tanh Softplus Softsign ELU SELU CELU LeakyReLU Hardtanh Hardswish Hardsigmoid
+    Hardshrink Softshrink Tanhshrink LogSigmoid Softmax LogSoftmax Softmin
+    """.split()
+)
+
 ARITHMETIC = (
     cst.Add,
     cst.Subtract,
@@ -117,6 +129,13 @@ def _combine(parts: list, ctx, env: dict, bitwise: bool = False) -> Optional[Sig
 
 def _call(node: cst.Call, ctx, env: dict) -> Optional[Signature]:
     func = node.func
+    attr = ctx.self_attr(func)
+    if attr is not None:
+        # `self.drop(x)`: a submodule that every assignment in the class makes a shape-keeping
+        # torch.nn module (a subclass in another file could assign another: not seen here).
+        if len(node.args) == 1 and node.args[0].keyword is None and _shape_keeping_submodule(ctx, attr):
+            return signature(node.args[0].value, ctx, env)
+        return None
     q = ctx.qualname(func) or ""
     if q.startswith("torch.") and not q.startswith("torch.nn.") or q.startswith("torch.nn.functional."):
         name, operands = q.rsplit(".", 1)[-1], [a.value for a in node.args]
@@ -141,6 +160,54 @@ def _call(node: cst.Call, ctx, env: dict) -> Optional[Signature]:
     if combined is None:
         return None
     return combined[0], "bool" if name in BOOL_RESULT else combined[1]
+
+
+def _shape_keeping_submodule(ctx, attr: str) -> bool:
+    from .base import source_info
+
+    info = source_info(ctx.module, ctx.fn)
+    cls = info.parent(ctx.fn)
+    while cls is not None and not isinstance(cls, cst.ClassDef):
+        cls = info.parent(cls)
+    if cls is None:
+        return False
+    verdicts = []
+    stack: list = [cls.body]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in cur.targets] if isinstance(cur, cst.Assign) else [cur.target]
+            if any(_is_self_attr(t, attr) for t in targets):
+                value = cur.value
+                q = ctx.qualname(value.func) if isinstance(cur, cst.Assign) and isinstance(value, cst.Call) else None
+                verdicts.append(
+                    q is not None and q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in SHAPE_KEEPING_MODULES
+                )
+            if any(not isinstance(t, (cst.Name, cst.Attribute)) and _mentions_self_attr(t, attr) for t in targets):
+                verdicts.append(False)  # unpacked into: unknown
+        elif isinstance(cur, cst.Call) and isinstance(cur.func, cst.Name) and cur.func.value == "setattr":
+            verdicts.append(False)
+        stack.extend(cur.children)
+    return bool(verdicts) and all(verdicts)
+
+
+def _is_self_attr(node, attr: str) -> bool:
+    return (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+        and node.attr.value == attr
+    )
+
+
+def _mentions_self_attr(node, attr: str) -> bool:
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if _is_self_attr(cur, attr):
+            return True
+        stack.extend(cur.children)
+    return False
 
 
 def _scalar(node, ctx) -> bool:

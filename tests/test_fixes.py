@@ -769,6 +769,48 @@ def test_where_and_cond_for_shape_keeping_branches():
     assert not result.remaining
 
 
+def test_cond_takes_shape_keeping_torch_submodules_as_elementwise():
+    """`self.act(h)` (nn.GELU) against `self.drop(h)` (nn.Dropout): both keep h's shape and dtype.
+    `self.a(x)` (nn.Linear) against x, or a submodule some assignment makes another module, may
+    not."""
+    result = fixed(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self, p=0.0):
+                super().__init__()
+                self.a = nn.Linear(16, 16)
+                self.drop = nn.Dropout(0.1)
+                self.act = nn.GELU()
+                self.maybe = nn.Dropout(p) if p else nn.Linear(16, 8)
+
+            def forward(self, x):
+                h = self.a(x)
+                if h.sum() > 0:
+                    y = self.act(h)
+                    y = y * 2
+                else:
+                    y = self.drop(h)
+                if y.mean() > 0:
+                    z = self.a(y)
+                    z = z + 1
+                else:
+                    z = y - 1
+                if z.amax() > 0:
+                    w = self.maybe(z)
+                    w = w * 2
+                else:
+                    w = z * 3
+                return y, z, w
+        """
+    )
+    assert "y = torch.cond(h.sum() > 0, y_if_true, y_if_false, ())" in result.text
+    assert "            return y.clone()\n" in result.text  # eval-mode dropout returns its input
+    assert [(f.code, f.fix) for f in result.remaining] == [("DYN120", None)] * 2
+
+
 def test_call_both_branches_make_is_evaluated_once_before_torch_where():
     """The seed article's example: the same submodule call in both branches runs once either
     way, so it runs once before the `where`, after the condition (bound first, so the call's

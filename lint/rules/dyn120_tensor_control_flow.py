@@ -49,9 +49,10 @@ final `return`) with tensor outputs qualify: no in-place updates, attribute stor
 loops or nested branches. `torch.cond` needs both branches' outputs to agree in shape, dtype and
 stride order, else it raises at the first call; `torch.where` would broadcast them. So both fixes
 are offered only when the two sides are provably of one shape: elementwise or shape-keeping work
-(`softmax`, `clamp`, `cumsum`, `zeros_like`) on the same tensors and Python numbers. `if c: x =
-F.pad(x, ..)`, `cat`, `reshape`, indexing, reductions and calls of submodules against anything
-but the same call get no fix. Run `dynalint verify` on the result.
+(`softmax`, `clamp`, `cumsum`, `zeros_like`, a submodule the class makes `nn.Dropout` or an
+activation) on the same tensors and Python numbers. `if c: x = F.pad(x, ..)`, `cat`, `reshape`,
+indexing, reductions and calls of other submodules against anything but the same call get no
+fix. Run `dynalint verify` on the result.
 
 A check that only raises, `if (x == 0).any(): raise ValueError("zeros")` (also `if not t:` and
 `if flag and t:`), becomes `torch._assert_async(torch.logical_not((x == 0).any()), "ValueError:
