@@ -560,6 +560,28 @@ class _ModuleScan(cst.CSTVisitor):
 # Function-level walk: the code Dynamo would trace, with value kinds
 
 
+def _is_logical(node: cst.CSTNode) -> bool:
+    """`and` / `or` / `not`: the nodes static_truth combines its leaves' values through."""
+    return type(node) is cst.BooleanOperation or (type(node) is cst.UnaryOperation and type(node.operator) is cst.Not)
+
+
+def _combine_truth(node: cst.CSTNode, truths: list) -> Optional[bool]:
+    if type(node) is cst.UnaryOperation:  # `not`
+        return None if truths[0] is None else not truths[0]
+    left, right = truths
+    if type(node.operator) is cst.And:
+        if left is False or right is False:
+            return False
+        if left is True and right is True:
+            return True
+    else:
+        if left is True or right is True:
+            return True
+        if left is False and right is False:
+            return False
+    return None
+
+
 class FunctionContext(cst.CSTVisitor):
     """Walks one function's live code in order, tracking which names hold tensors, and runs rules."""
 
@@ -612,6 +634,7 @@ class FunctionContext(cst.CSTVisitor):
         self.stack: list[cst.CSTNode] = []
         # Tests of the `if` statements whose body is being walked, outermost first.
         self.branch_tests: list[cst.BaseExpression] = []
+        self._truth_memo: Optional[dict] = None  # static_truth of the `and` / `or` being visited
         # Whitespace/punctuation node types no rule or hook looks at: the walk steps over them.
         self.skip_types = fastcst.skippable(type(self), fa.rules_by_type)
 
@@ -865,25 +888,33 @@ class FunctionContext(cst.CSTVisitor):
         self.env = _merge(after_body, self.env) if not body_exits else self.env
         return body_exits and else_exits
 
-    def static_truth(self, test: cst.BaseExpression) -> Optional[bool]:
-        """Value of a test while Dynamo traces: True/False for is_compiling-style guards, else None."""
-        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            inner = self.static_truth(test.expression)
-            return None if inner is None else not inner
-        if type(test) is cst.BooleanOperation:
-            left = self.static_truth(test.left)
-            right = self.static_truth(test.right)
-            if type(test.operator) is cst.And:
-                if left is False or right is False:
-                    return False
-                if left is True and right is True:
-                    return True
-            else:
-                if left is True or right is True:
-                    return True
-                if left is False and right is False:
-                    return False
-            return None
+    def static_truth(self, test: cst.BaseExpression, memo: Optional[dict] = None) -> Optional[bool]:
+        """Value of a test while Dynamo traces: True/False for is_compiling-style guards, else None.
+        `memo`: results for the `and` / `or` / `not` nodes of one expression, by id (see
+        visit_BooleanOperation: each node of an N-term chain asks about its left side, which
+        without it walks that side again, N squared in all). Worked out with a stack of its own,
+        not recursion: such a chain nests N deep."""
+        if not _is_logical(test):
+            return self._leaf_truth(test)
+        values = memo if memo is not None else {}
+        stack = [test]
+        while stack:
+            node = stack[-1]
+            found = values.get(id(node))
+            if found is not None and found[0] is node:
+                stack.pop()
+                continue
+            operands = (node.left, node.right) if type(node) is cst.BooleanOperation else (node.expression,)
+            pending = [o for o in operands if _is_logical(o) and (values.get(id(o)) or (None,))[0] is not o]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            truths = [values[id(o)][1] if _is_logical(o) else self._leaf_truth(o) for o in operands]
+            values[id(node)] = (node, _combine_truth(node, truths))
+        return values[id(test)][1]
+
+    def _leaf_truth(self, test: cst.BaseExpression) -> Optional[bool]:
         if type(test) is cst.Call and not test.args:
             q = self.qualname(test.func)
             if q is None:
@@ -1062,7 +1093,11 @@ class FunctionContext(cst.CSTVisitor):
         return True
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
-        left = self.static_truth(node.left)
+        # One memo per outermost `and` / `or` (the stack's top is node itself): the nodes of an
+        # expression keep their values while it is visited (no statement runs in between).
+        if len(self.stack) < 2 or type(self.stack[-2]) is not cst.BooleanOperation or self._truth_memo is None:
+            self._truth_memo = {}
+        left = self.static_truth(node.left, self._truth_memo)
         if (left is False and type(node.operator) is cst.And) or (left is True and type(node.operator) is cst.Or):
             return False  # right side never runs while compiling
         return True

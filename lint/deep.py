@@ -4,7 +4,7 @@ libcst's parser (native code) and its node methods, and the analyzer's own walks
 level of nesting: a 1,500-term `x + x + ...` or a 1,000-branch `if/elif` is a few thousand
 frames deep. On the main thread (8 MiB stack, recursion limit 1,000) that ends in a
 RecursionError, and deeper still in a segfault inside libcst, which takes the whole run down. On
-a thread with a 512 MiB stack (reserved, not committed: only what is used costs memory) and a
+a thread with a 1 GiB stack (reserved, not committed: only what is used costs memory) and a
 recursion limit to match, such files are analysed like any other. Starting the thread costs
 about 0.2 ms per file.
 
@@ -21,10 +21,13 @@ from typing import Callable, Optional, TypeVar
 
 R = TypeVar("R")
 
-STACK_BYTES = 512 << 20
+STACK_BYTES = 1 << 30
 # Python frames per level of nesting are few (3.11 calls Python from Python without the C
-# stack); C frames (libcst codegen, `repr`) take a few KiB each: 512 MiB holds this many.
-RECURSION_LIMIT = 40_000
+# stack), but libcst's codegen takes two per level: a 20,000-term `a and b and ...` needs 40,000
+# and more. Paths that recurse through C too (`copy.deepcopy`, libcst's `visit`) take a few KiB
+# per frame: 1 GiB holds this many (measured: a 30,000-deep `and` chain's deepcopy ends in
+# RecursionError, not a crash; the parse of a 50,000-term chain needs 32-64 MiB of it).
+RECURSION_LIMIT = 100_000
 _THREAD_NAME = "dynalint-deep"
 _lock = threading.Lock()
 _active = 0

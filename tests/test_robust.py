@@ -69,6 +69,53 @@ def test_a_long_operator_chain_is_analysed(tmp_path, jobs):
     assert not result.stderr
 
 
+def _and_chain(terms: int) -> str:
+    chain = " and ".join(f"x{i % 10} > {i}" for i in range(terms))
+    return (
+        "import torch\nfrom torch import nn\n\n\nclass Chain(nn.Module):\n"
+        "    def forward(self, x0, x1, x2, x3, x4, x5, x6, x7, x8, x9):\n"
+        f"        if {chain}:\n            return x0 + 1\n        return x0\n"
+    )
+
+
+def test_a_20000_term_and_chain_is_analysed(tmp_path):
+    # libcst nests it 20,000 deep; it took over 300 s when each `and` looked at its whole left side.
+    (tmp_path / "chain.py").write_text(_and_chain(20_000))
+    result = _check(tmp_path, 1)
+    assert result.returncode == 1, result.stderr[-2000:]
+    found = _findings(result)
+    assert len(found) == 20_000 and {f["code"] for f in found} == {"DYN120"}
+
+
+def test_the_work_on_an_and_chain_grows_linearly(monkeypatch):
+    """Each `and` of a chain asks whether its left side is an is-compiling guard (the analyzer)
+    and a dtype check (DYN120): the leaves looked at grow with the chain, not its square."""
+    from dynalint.lint import analyzer
+    from dynalint.lint.rules import dyn120_tensor_control_flow as dyn120
+
+    calls = {"truth": 0, "dtype": 0}
+    leaf_truth, compares = analyzer.FunctionContext._leaf_truth, dyn120._compares_dtype_or_device
+
+    def counted_truth(self, test):
+        calls["truth"] += 1
+        return leaf_truth(self, test)
+
+    def counted_compares(node):
+        calls["dtype"] += 1
+        return compares(node)
+
+    monkeypatch.setattr(analyzer.FunctionContext, "_leaf_truth", counted_truth)
+    monkeypatch.setattr(dyn120, "_compares_dtype_or_device", counted_compares)
+    counts = []
+    for terms in (500, 2000):
+        calls.update(truth=0, dtype=0)
+        summary = analyzer.analyze_source(_and_chain(terms), "m.py")
+        assert sum(f.code == "DYN120" for f in summary.findings) == terms
+        counts.append(dict(calls))
+    assert 0 < counts[1]["truth"] <= 5 * counts[0]["truth"]  # 4x the terms; quadratic was 16x
+    assert 0 < counts[1]["dtype"] <= 5 * counts[0]["dtype"]
+
+
 def test_a_long_elif_chain_is_analysed(tmp_path):
     branches = "".join(f"        elif x.sum() > {i}:\n            y = {i}\n" for i in range(1, 1000))
     (tmp_path / "elifs.py").write_text(HEADER + "        if x.sum() > 0:\n            y = 0\n" + branches + "        return y\n")

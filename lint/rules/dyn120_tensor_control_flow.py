@@ -84,13 +84,43 @@ def _is_tensor_condition(operand, ctx) -> bool:
     return ctx.is_tensor(operand)
 
 
-def _is_dtype_or_device_check(node) -> bool:
-    if type(node) is cst.BooleanOperation and type(node.operator) is cst.And:
-        return _is_dtype_or_device_check(node.left) or _is_dtype_or_device_check(node.right)
+def _is_and(node) -> bool:
+    return type(node) is cst.BooleanOperation and type(node.operator) is cst.And
+
+
+def _is_dtype_or_device_check(node, memo: dict) -> bool:
+    """Does an `and` of comparisons test a `.dtype` or `.device`? `memo` (per function, by id):
+    each `and` of an N-term chain asks about its left side; without it that is N squared. A
+    stack of its own, not recursion: such a chain nests N deep."""
+    if not _is_and(node):
+        return _compares_dtype_or_device(node)
+    stack = [node]
+    while stack:
+        top = stack[-1]
+        if (memo.get(id(top)) or (None,))[0] is top:
+            stack.pop()
+            continue
+        pending = [o for o in (top.left, top.right) if _is_and(o) and (memo.get(id(o)) or (None,))[0] is not o]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        memo[id(top)] = (top, any(memo[id(o)][1] if _is_and(o) else _compares_dtype_or_device(o) for o in (top.left, top.right)))
+    return memo[id(node)][1]
+
+
+def _compares_dtype_or_device(node) -> bool:
     if type(node) is not cst.Comparison:
         return False
     parts = [node.left] + [c.comparator for c in node.comparisons]
     return any(type(p) is cst.Attribute and p.attr.value in ("dtype", "device") for p in parts)
+
+
+def _dtype_checks(ctx) -> dict:
+    """_is_dtype_or_device_check's memo, per function being walked."""
+    if not hasattr(ctx, "dtype_checks"):
+        ctx.dtype_checks = {}
+    return ctx.dtype_checks
 
 
 def _guarded(ctx) -> set:
@@ -123,7 +153,7 @@ class TensorControlFlow(Rule):
         elif type(node) is cst.BooleanOperation:
             op = "and" if type(node.operator) is cst.And else "or"
             operands = [node.left, node.right]
-            if op == "and" and _is_dtype_or_device_check(node.left):
+            if op == "and" and _is_dtype_or_device_check(node.left, _dtype_checks(ctx)):
                 # `x.dtype == torch.float16 and torch.isinf(x).any()`: Dynamo knows the dtype, so
                 # the tensor test only runs (and breaks) for that dtype; not reported.
                 operands = [node.left]
