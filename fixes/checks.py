@@ -55,9 +55,11 @@ def _plan(info: SourceInfo, ctx, reported):
     if isinstance(owner, cst.BooleanOperation) and isinstance(owner.operator, cst.And) and owner.right is test:
         # `flag and <tensor test>`: the tensor test runs only when flag holds; so does the check.
         guard, test, owner = owner.left, owner, info.parent(owner)
-        if ctx.is_tensor(guard) or _has_tensor_test(guard, ctx):
-            return None
+    # The shape first: in an N-term `and` chain only the last operand's `and` is the `if`'s
+    # test, so the walk of the guard below runs once, not once per operand (N squared).
     if not isinstance(owner, cst.If) or owner.test is not test or owner.orelse is not None:
+        return None
+    if guard is not None and (ctx.is_tensor(guard) or _has_tensor_test(guard, ctx)):
         return None
     parent = info.parent(owner)
     if isinstance(parent, cst.If) and parent.orelse is owner:
@@ -164,22 +166,42 @@ def assert_split_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
         node, parent = parent, info.parent(parent)
     if not (isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And)):
         return None
+    # The top of the `and` chain, remembered for every `and` passed on the way up: each operand
+    # of an N-term chain asks, and walking up from each would be N squared.
+    tops = info.registry.setdefault("and-chain-tops", {})
+    passed = []
     while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And):
+        known = tops.get(id(parent))
+        if known is not None and known[0] is parent:
+            node, parent = known[1], known[2]
+            break
+        passed.append(parent)
         node, parent = parent, info.parent(parent)
+    for n in passed:
+        tops[id(n)] = (n, node, parent)
     if not isinstance(parent, cst.Assert) or parent.test is not node:
         return None
     line = info.parent(parent)
     if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
         return None
-    operands = _and_operands(node)
+    split = info.registry.setdefault("and-chain-operands", {})
+    known = split.get(id(node))
+    if known is None or known[0] is not node:
+        known = split[id(node)] = (node, _and_operands(node))
+    operands = known[1]
     return guarded(code, lambda positions, module: _rewrite_assert(info, positions, parent, operands))
 
 
 def _and_operands(node: cst.BaseExpression) -> list:
     """`a and b and c` -> [a, b, c] (an `and` in parentheses is split too: the same evaluation)."""
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
-        return _and_operands(node.left) + _and_operands(node.right)
-    return [node]
+    out, stack = [], [node]  # a stack of its own: an N-term chain nests N deep
+    while stack:
+        top = stack.pop()
+        if isinstance(top, cst.BooleanOperation) and isinstance(top.operator, cst.And):
+            stack += (top.right, top.left)
+        else:
+            out.append(top)
+    return out
 
 
 def _rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands: list):

@@ -73,7 +73,7 @@ def _and_chain(terms: int) -> str:
     chain = " and ".join(f"x{i % 10} > {i}" for i in range(terms))
     return (
         "import torch\nfrom torch import nn\n\n\nclass Chain(nn.Module):\n"
-        "    def forward(self, x0, x1, x2, x3, x4, x5, x6, x7, x8, x9):\n"
+        f"    def forward(self, {', '.join(f'x{i}: torch.Tensor' for i in range(10))}):\n"
         f"        if {chain}:\n            return x0 + 1\n        return x0\n"
     )
 
