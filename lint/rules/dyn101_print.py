@@ -25,23 +25,15 @@ Guard debugging output so it only runs eagerly (the autofix does this):
 ```
 or use `torch._logging` / a forward hook outside the compiled region.
 
-## Fix (safe or unsafe, by file)
-The autofix puts the call (and the adjacent calls that need it) under
-`if not torch.compiler.is_compiling():`, or under the file's own `is_torchdynamo_compiling()`
-when it imports that helper. Eager runs are unchanged, so the fix is **safe** in a file that
-imports torch (or a part of it) at module level. A file that does not may have to import without
-torch (a library's import helpers, a module shared with non-torch backends): the guard then
-imports torch inside the function, just above the `if`, and the fix is **unsafe** (where torch is
-absent, that function now fails). A call on a path the file keeps for torch before 2.3 (a branch
-of a torch-version or `is_compiling` test, the `except` of a `try` that calls `is_compiling`)
-gets no fix: `torch.compiler.is_compiling` does not exist there.
 """
 
 import libcst as cst
 
 from dynalint.fixes.guard import guard_fix
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule
+
+__doc__ += GUARD_FIX_DOC
 
 
 class PrintCall(Rule):
