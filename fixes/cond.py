@@ -35,6 +35,7 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
+from dynalint.lint.kinds import TENSORISH
 
 from .base import SourceInfo, guarded, make_fix, source_info
 from .imports import torch_reference
@@ -43,7 +44,7 @@ from .shapes import same_shape_and_dtype, signature
 from .variables import may_be_none, variable_names
 from .where import _fresh, _mentions_numpy, _names_in, definite_tensor_test
 
-TENSOR_KINDS = ("T", "B", "P")
+TENSOR_KINDS = TENSORISH
 NOT_IN_BRANCHES = frozenset(
     "print breakpoint input exec eval setattr delattr int float bool complex round str repr format".split()
 )

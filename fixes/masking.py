@@ -33,6 +33,7 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import UNSAFE
+from dynalint.lint.kinds import Kind
 
 from .base import SourceInfo, guarded, make_fix, replace_node, source_info
 from .imports import torch_reference
@@ -127,7 +128,7 @@ def _elementwise_mask_of(ctx, mask: cst.BaseExpression, values: cst.BaseExpressi
         return False
     left, right = mask.left, comp.comparator
     for this, other in ((left, right), (right, left)):
-        if _same_code(this, values) and (is_number(other) or ctx.kind(other) == "N"):
+        if _same_code(this, values) and (is_number(other) or ctx.kind(other) == Kind.NOT_TENSOR):
             return ctx.is_tensor(values)
     return False
 

@@ -28,6 +28,7 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.analyzer import operator_operands
+from dynalint.lint.kinds import Kind, TENSORISH
 
 from .base import SourceInfo, atom_text, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
@@ -113,7 +114,7 @@ def _plan(info: SourceInfo, ctx, reported: cst.BaseExpression) -> Optional[Where
     if negated:
         a, b = b, a
         hoisted = [(name, y, x) for name, x, y in hoisted]
-    plan = WherePlan(reported, ctx.kind(reported) == "B", a, b, replaced, prefix, [reported, *nodes])
+    plan = WherePlan(reported, ctx.kind(reported) == Kind.BOOL_TENSOR, a, b, replaced, prefix, [reported, *nodes])
     if hoisted:
         plan.hoisted, plan.condition_name = hoisted, condition_name
     return plan
@@ -271,7 +272,7 @@ def _if_branches(info: SourceInfo, ctx, node: cst.If):
     if name is not None:
         if other is None:
             # `if c: v = A` keeps v's old value otherwise; v must already hold a tensor.
-            if ctx.kind(cst.Name(name)) not in ("T", "B", "P"):
+            if ctx.kind(cst.Name(name)) not in TENSORISH:
                 return None
             return (body.value, name), [node], f"{name} = "
         if _assigned_name(other) != name:

@@ -1,23 +1,32 @@
 """What the analyzer knows about torch's API without importing torch.
 
-Kinds of values: T (a tensor), B (a boolean tensor, also a tensor), S (a size: an int taken from
-a tensor's shape), N (known not to be a tensor), U (unknown). Only T/B ever trigger a
-data-dependent finding; U never does, which is what keeps precision high.
+Kinds of values (`Kind`): T (a tensor), B (a boolean tensor, also a tensor), P (a presumed
+tensor), S (a size: an int taken from a tensor's shape), N (known not to be a tensor), U
+(unknown). Only T/B ever trigger a data-dependent finding; U never does, which is what keeps
+precision high. Rules name kinds as `Kind.SIZE`, never as letters.
 """
 
 import re
 
 
-T = "T"
-B = "B"
-# A "presumed" tensor: an unannotated parameter of forward / a compiled function. It behaves as a
-# tensor in arithmetic and known tensor methods, but a bare truthiness test (`if use_cache:`) or an
-# unknown method (`cache.get_seq_length()`) on it says nothing, since such parameters are often
-# flags or cache objects.
-P = "P"
-S = "S"
-N = "N"
-U = "U"
+class Kind:
+    """What the analyzer knows a value is: named one-letter strings, not an `Enum`, because
+    summaries carry kinds into the marshal cache, which holds plain strings only."""
+
+    TENSOR = "T"
+    BOOL_TENSOR = "B"  # a boolean tensor (a mask), also a tensor
+    # A "presumed" tensor: an unannotated parameter of forward / a compiled function. It behaves as
+    # a tensor in arithmetic and known tensor methods, but a bare truthiness test (`if use_cache:`)
+    # or an unknown method (`cache.get_seq_length()`) on it says nothing, since such parameters are
+    # often flags or cache objects.
+    PRESUMED = "P"
+    SIZE = "S"  # an int taken from a tensor's shape
+    NOT_TENSOR = "N"
+    UNKNOWN = "U"
+
+
+# The analyzer's short names.
+T, B, P, S, N, U = Kind.TENSOR, Kind.BOOL_TENSOR, Kind.PRESUMED, Kind.SIZE, Kind.NOT_TENSOR, Kind.UNKNOWN
 
 TENSORISH = (T, B, P)
 

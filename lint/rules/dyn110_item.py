@@ -26,6 +26,7 @@ import libcst as cst
 
 from dynalint.fixes.scalar import item_fix
 
+from ..kinds import Kind
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 
@@ -45,7 +46,7 @@ class ItemCall(Rule):
         func = node.func
         if type(func) is cst.Attribute and func.attr.value == "item" and not node.args:
             recv_kind = ctx.kind(func.value)
-            if recv_kind in ("N", "S"):
+            if recv_kind in (Kind.NOT_TENSOR, Kind.SIZE):
                 return
             ctx.report(
                 self,

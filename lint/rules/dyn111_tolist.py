@@ -21,6 +21,7 @@ per-row Python loops), or compute the list before calling the compiled model and
 
 import libcst as cst
 
+from ..kinds import Kind
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 
@@ -38,7 +39,7 @@ class TolistCall(Rule):
     def check(self, node, ctx):
         func = node.func
         if type(func) is cst.Attribute and func.attr.value == "tolist" and not node.args:
-            if ctx.kind(func.value) in ("N", "S"):
+            if ctx.kind(func.value) in (Kind.NOT_TENSOR, Kind.SIZE):
                 return
             ctx.report(self, node, "`.tolist()` reads tensor values and breaks the graph")
 

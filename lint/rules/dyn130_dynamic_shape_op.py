@@ -31,6 +31,7 @@ import libcst as cst
 
 from dynalint.fixes.masking import mask_fix
 
+from ..kinds import Kind
 from ..rule import BREAKS, CLEAN, Example, Rule
 
 DYNAMIC_FUNCS = frozenset(
@@ -86,7 +87,7 @@ class DynamicShapeOp(Rule):
         if (ctx.storing and not updated) or not ctx.is_tensor(node.value):
             return
         for el in node.slice:
-            if type(el.slice) is cst.Index and ctx.kind(el.slice.value) == "B":
+            if type(el.slice) is cst.Index and ctx.kind(el.slice.value) == Kind.BOOL_TENSOR:
                 if updated:
                     ctx.report(
                         self,

@@ -23,6 +23,7 @@ Vectorise over the dimension (batch the call), or use a fixed trip count from th
 
 import libcst as cst
 
+from ..kinds import Kind
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule
 
 
@@ -36,7 +37,7 @@ class SizeLoop(Rule):
     def check(self, node, ctx):
         it = node.iter
         if type(it) is cst.Call and ctx.call_name(it) == "range":
-            if any(ctx.kind(a.value) == "S" for a in it.args):
+            if any(ctx.kind(a.value) == Kind.SIZE for a in it.args):
                 ctx.report(self, it, "loop over a tensor's size is unrolled per size: recompiles when the size changes")
         elif ctx.is_tensor(it) and type(it) is not cst.Call:
             ctx.report(self, it, "loop over a tensor's rows is unrolled per size: recompiles when the size changes")
