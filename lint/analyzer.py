@@ -626,6 +626,7 @@ class FunctionContext(cst.CSTVisitor):
         self.rnn_attrs = fa.rnn_attrs_with_subclasses(cls) if cls else set()
         self.lock_attrs = fa.lock_attrs.get(cls, set()) if cls else set()
         self.lock_names = fa.lock_names
+        self._rule_state: dict[str, dict] = {}  # see rule_state
         self.class_info = fa.summary.classes.get(cls) if cls else None
         self.nested_defs: set[str] = set()
         self.numpy_names: set[str] = set()  # names bound to NumPy values
@@ -718,6 +719,14 @@ class FunctionContext(cst.CSTVisitor):
             return True
         q = self.qualname(node)
         return q in ("logging", "logging.root") or (d.split(".")[-1] in ("logger", "_logger", "LOGGER", "log"))
+
+    def rule_state(self, code: str) -> dict:
+        """A rule's scratch space for the function being walked (memos a rule keeps between
+        the nodes of one function), so no rule stores attributes on the context."""
+        state = self._rule_state.get(code)
+        if state is None:
+            state = self._rule_state[code] = {}
+        return state
 
     def report(self, rule, node: cst.CSTNode, message: str, data: Optional[dict] = None, fix=None) -> None:
         if self.probe_only:

@@ -118,16 +118,20 @@ def _compares_dtype_or_device(node) -> bool:
 
 def _dtype_checks(ctx) -> dict:
     """_is_dtype_or_device_check's memo, per function being walked."""
-    if not hasattr(ctx, "dtype_checks"):
-        ctx.dtype_checks = {}
-    return ctx.dtype_checks
+    state = ctx.rule_state("DYN120")
+    found = state.get("dtype_checks")
+    if found is None:
+        found = state["dtype_checks"] = {}
+    return found
 
 
 def _guarded(ctx) -> set:
     """ids of operands behind a dtype or device check, per function being walked."""
-    if not hasattr(ctx, "dtype_guarded_operands"):
-        ctx.dtype_guarded_operands = set()
-    return ctx.dtype_guarded_operands
+    state = ctx.rule_state("DYN120")
+    found = state.get("dtype_guarded_operands")
+    if found is None:
+        found = state["dtype_guarded_operands"] = set()
+    return found
 
 
 class TensorControlFlow(Rule):
