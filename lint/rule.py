@@ -78,6 +78,22 @@ FIX_MARKS = {"safe": "[*]", "unsafe": "[u]", "safe or unsafe": "[~]"}
 FIX_APPLICABILITIES = {None: (), "safe": ("safe",), "unsafe": ("unsafe",), "safe or unsafe": ("safe", "unsafe")}
 
 
+def probed_section(code: str) -> str:
+    """`## Probed on`: the torch versions this rule's Dynamo probes ran on (lint/probed.py)."""
+    from .probed import PROBED
+
+    record = PROBED.get(code)
+    if not record:
+        return ""
+    lines = []
+    for version, r in record.items():
+        line = f"- torch {version}: {r['held']} of {r['total']} examples behave as documented"
+        if r["differs"]:
+            line += " (not: " + "; ".join(r["differs"]) + ")"
+        lines.append(line)
+    return "\n\n## Probed on\n" + "\n".join(lines) + "\n(`python bench/probe_versions.py` on each torch adds its record.)"
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -100,7 +116,7 @@ class Rule:
     def docs(cls) -> str:
         import sys
 
-        return textwrap.dedent(sys.modules[cls.__module__].__doc__ or "").strip()
+        return textwrap.dedent(sys.modules[cls.__module__].__doc__ or "").strip() + probed_section(cls.code)
 
     def check(self, node: "cst.CSTNode", ctx: "FunctionContext") -> Iterable[tuple["cst.CSTNode", str]] | None:
         """Yield (node to report, message). Report through ctx.report for fixes."""

@@ -3,6 +3,7 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from dynalint.cli import main
@@ -33,3 +34,23 @@ def test_rules_lists_every_code():
     assert res.exit_code == 0
     for r in all_rules():
         assert r.code in res.output
+
+
+@pytest.mark.torch
+def test_the_probe_record_covers_the_installed_torch_and_every_probed_example():
+    """lint/probed.py (the rule docs' "Probed on") is current: rerun bench/probe_versions.py
+    after adding or removing a probed example."""
+    import torch
+
+    from dynalint.lint.probed import PROBED
+    from dynalint.lint.rules import all_rules
+
+    version = torch.__version__.split("+")[0]
+    for rule in all_rules():
+        total = sum(ex.dynamo is not None for ex in rule.invalid + rule.valid)
+        if not total:
+            continue
+        record = PROBED.get(rule.code, {}).get(version)
+        assert record is not None and record["total"] == total, f"{rule.code}: run python bench/probe_versions.py"
+        assert record["held"] == total, f"{rule.code} on torch {version}: {record['differs']}"
+        assert f"- torch {version}: {total} of {total} examples behave as documented" in rule.docs()
