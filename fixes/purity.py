@@ -28,21 +28,11 @@ IMPURE_METHODS = frozenset(
     update setdefault clear add_module register_buffer register_parameter apply
     """.split()
 )
-ARITHMETIC = (
-    cst.Add,
-    cst.Subtract,
-    cst.Multiply,
-    cst.Divide,
-    cst.FloorDivide,
-    cst.Modulo,
-    cst.Power,
-    cst.MatrixMultiply,
-    cst.BitAnd,
-    cst.BitOr,
-    cst.BitXor,
-    cst.LeftShift,
-    cst.RightShift,
-)
+# Elementwise operators (the result has the operands' broadcast shape), bitwise ones, and all
+# binary operators that are pure on tensors.
+ELEMENTWISE = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+BITWISE = (cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
+ARITHMETIC = ELEMENTWISE + (cst.MatrixMultiply,) + BITWISE
 LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
 
 

@@ -30,6 +30,8 @@ from typing import Optional
 
 import libcst as cst
 
+from .purity import BITWISE, ELEMENTWISE
+
 # Tensor methods / torch functions (last dotted part) whose result has the shape of their tensor
 # operands broadcast together (other arguments are dims, bounds, flags).
 SHAPE_KEEPING = frozenset(
@@ -63,16 +65,7 @@ SHAPE_KEEPING_MODULES = frozenset(
     """.split()
 )
 
-ARITHMETIC = (
-    cst.Add,
-    cst.Subtract,
-    cst.Multiply,
-    cst.Divide,
-    cst.FloorDivide,
-    cst.Modulo,
-    cst.Power,
-)
-BITWISE = (cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
+ARITHMETIC = ELEMENTWISE  # `@` changes the shape: not here
 
 Signature = tuple  # (frozenset of leaf keys, dtype tag)
 
