@@ -30,6 +30,8 @@ from typing import Optional
 
 import libcst as cst
 
+from dynalint.lint.fastcst import iter_nodes
+
 from .purity import BITWISE, ELEMENTWISE
 
 # Tensor methods / torch functions (last dotted part) whose result has the shape of their tensor
@@ -194,13 +196,7 @@ def _is_self_attr(node, attr: str) -> bool:
 
 
 def _mentions_self_attr(node, attr: str) -> bool:
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        if _is_self_attr(cur, attr):
-            return True
-        stack.extend(cur.children)
-    return False
+    return any(_is_self_attr(n, attr) for n in iter_nodes(node))
 
 
 def _scalar(node, ctx) -> bool:

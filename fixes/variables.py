@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.nodes import is_none
 
 
@@ -82,10 +83,4 @@ def may_be_none(fn: cst.FunctionDef, name: str) -> bool:
     says that the author expects None there)."""
     if _parameter_may_be_none(fn, name):
         return True
-    stack: list[cst.CSTNode] = [fn.body]
-    while stack:
-        node = stack.pop()
-        if _none_test_or_binding(node, name):
-            return True
-        stack.extend(node.children)
-    return False
+    return any(_none_test_or_binding(node, name) for node in iter_nodes(fn.body))

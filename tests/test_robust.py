@@ -70,12 +70,13 @@ def test_a_long_operator_chain_is_analysed(tmp_path, jobs):
 
 
 def _and_chain(terms: int) -> str:
-    chain = " and ".join(f"x{i % 10} > {i}" for i in range(terms))
-    return (
-        "import torch\nfrom torch import nn\n\n\nclass Chain(nn.Module):\n"
-        f"    def forward(self, {', '.join(f'x{i}: torch.Tensor' for i in range(10))}):\n"
-        f"        if {chain}:\n            return x0 + 1\n        return x0\n"
-    )
+    """The file bench/big_file.py --bool-chain times: one forward testing an N-term `and` chain."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("big_file", Path(__file__).resolve().parent.parent / "bench" / "big_file.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.bool_chain_file(terms)
 
 
 def test_a_20000_term_and_chain_is_analysed(tmp_path):
