@@ -44,6 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from dynalint.verify.runner import DYNAMO_SETTINGS
+
 HERE = Path(__file__).resolve().parent
 MODES = ("eval", "train")
 CHILD_TIMEOUT = 900
@@ -78,6 +80,7 @@ def _measure(spec: dict, result: dict) -> None:
 
     from dynalint.verify import loading
     from dynalint.verify import measuring as M
+    from dynalint.verify.child import apply_dynamo_config
 
     loading.install_overrides(spec.get("overrides"))
     import torch
@@ -86,8 +89,7 @@ def _measure(spec: dict, result: dict) -> None:
 
     import accuracy
 
-    for name, value in (spec.get("dynamo_config") or {}).items():  # --try-settings
-        setattr(torch._dynamo.config, name, value)
+    apply_dynamo_config(torch, spec.get("dynamo_config"), result)  # --try-settings
     build = accuracy.SUITES[spec["suite"]][1]()
     root = os.path.realpath(accuracy._library_root(spec["suite"])) + os.sep
     result["torch"] = torch.__version__
@@ -281,7 +283,7 @@ def _torch_version() -> str:
 
 # What --try-settings adds on top of the fixes: both of Dynamo's capture settings at once (the
 # most they can remove; `dynalint verify --try-settings` then finds the smallest that does it).
-CAPTURE_SETTINGS = {"capture_scalar_outputs": True, "capture_dynamic_output_shape_ops": True}
+CAPTURE_SETTINGS = max(DYNAMO_SETTINGS, key=len)
 
 
 def _compiled_match(run: dict) -> bool:
