@@ -1637,3 +1637,55 @@ def test_numpy_math_on_arrays_or_only_in_tensor_arithmetic_is_left_alone():
         """
     result = fixed(code)
     assert not [f for f in result.fixed + result.remaining if f.code == "DYN106"]
+
+
+BUFFER_MODULE = """
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pe = nn.Buffer(torch.zeros(4))
+
+    def forward(self, x):
+{body}
+{other}"""
+
+
+@pytest.mark.parametrize(
+    "body,other",
+    [
+        # in a branch: later reads may see either tensor
+        ("        if x.dim() > 1:\n            self.pe = self.pe.to(x.dtype)\n        return x + self.pe", ""),
+        # stored again in the same function
+        ("        self.pe = self.pe.to(x.dtype)\n        y = x + self.pe\n        self.pe = self.pe.float()\n        return y", ""),
+        # read by a closure that may run later
+        ("        self.pe = self.pe.to(x.dtype)\n        f = lambda: self.pe\n        return x + f()", ""),
+        # another method reads the converted buffer
+        ("        self.pe = self.pe.to(x.dtype)\n        return self.scale(x)", "\n    def scale(self, x):\n        return x * self.pe\n"),
+        # the local name is taken
+        ("        pe = 2\n        self.pe = self.pe.to(x.dtype)\n        pe_local = 3\n        return x + self.pe * pe + pe_local", ""),
+    ],
+)
+def test_buffer_conversion_gets_no_local_variable_fix_when_other_code_may_read_the_attribute(body, other):
+    result = fixed(BUFFER_MODULE.format(body=body, other=other))
+    assert not [f for f in result.fixed if f.code == "DYN142"], result.text
+    assert [f for f in result.remaining if f.code == "DYN142"]
+
+
+def test_buffer_conversion_fix_renames_every_later_read_and_keeps_earlier_ones():
+    body = (
+        "        n = self.pe.numel()\n"
+        "        self.pe = self.pe.to(x.dtype)  # keep this comment\n"
+        "        if n > 2:\n"
+        "            x = x * self.pe\n"
+        "        return x + self.pe[:n]"
+    )
+    other = "\n    def reset(self):\n        self.pe = torch.zeros(4)\n"
+    result = fixed(BUFFER_MODULE.format(body=body, other=other))
+    assert "        n = self.pe.numel()\n        pe = self.pe.to(x.dtype)  # keep this comment\n" in result.text
+    assert "x = x * pe\n" in result.text and "return x + pe[:n]" in result.text
+    assert [f.code for f in result.fixed] == ["DYN142"] and result.fixed[0].fix.applicability == "unsafe"
+    assert not fixed(BUFFER_MODULE.format(body=body, other=other), unsafe=False).fixed

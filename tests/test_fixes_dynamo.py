@@ -141,6 +141,44 @@ def test_fixed_raise_check_still_raises_eager_and_compiled(tmp_path):
 
 
 @pytest.mark.torch
+def test_cloned_duplicate_input_gives_the_same_gradients_compiled_as_one_graph(tmp_path):
+    import torch
+    import torch._dynamo
+
+    source = (
+        "import torch\n"
+        "class Scale(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, a, b):\n"
+        "        ctx.save_for_backward(a, b)\n"
+        "        return a * b\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, grad):\n"
+        "        a, b = ctx.saved_tensors\n"
+        "        return grad * b, grad * a\n"
+        "class M(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.proj = torch.nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        h = self.proj(x)\n"
+        "        return Scale.apply(h, h)\n"
+    )
+    result = fix_source(source, "scale.py", ALL, unsafe=True)
+    assert "Scale.apply(h, h.clone())" in result.text and not result.remaining
+    grads = []
+    for text, compiled in ((source, False), (result.text, True)):
+        model = _build(_import_text(text, tmp_path), "M")
+        x = torch.randn(3, 4, requires_grad=True)
+        torch._dynamo.reset()
+        run = torch.compile(model, backend="eager", fullgraph=True) if compiled else model
+        run(x).sum().backward()
+        grads.append((x.grad, model.proj.weight.grad, model.proj.bias.grad))
+    for fixed, original in zip(grads[1], grads[0]):
+        torch.testing.assert_close(fixed, original)
+
+
+@pytest.mark.torch
 def test_fixed_masked_mean_of_an_empty_selection_is_nan_as_before(tmp_path):
     import torch
 

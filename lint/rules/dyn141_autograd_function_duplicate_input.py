@@ -20,9 +20,17 @@ context = YosoCumulation.apply(attention_mask, attention_mask, query, key, value
 Pass a copy as the second argument, `Fn.apply(mask, mask.clone(), ...)`: a different tensor
 with the same values, and gradients still reach `mask` through both. Or change the Function to
 take the tensor once.
+
+## Fix (unsafe)
+Appends `.clone()` to the second occurrence. The values and the gradients that reach the tensor
+are the same; the call makes one more copy, and a Function that compares its inputs by identity
+or modifies one in place sees two tensors (no fix is offered in a file that calls
+`ctx.mark_dirty`).
 """
 
 import libcst as cst
+
+from dynalint.fixes.autograd import duplicate_input_fix
 
 from ..nodes import dotted
 from ..rule import BREAKS, CLEAN, Example, Rule
@@ -58,6 +66,7 @@ class AutogradFunctionDuplicateInput(Rule):
         ("GB6297", "autograd.Function.apply: duplicate tensor input"),
     )
     node_types = (cst.Call,)
+    fixable = "unsafe"
 
     def check(self, node, ctx):
         func = node.func
@@ -78,6 +87,7 @@ class AutogradFunctionDuplicateInput(Rule):
                     self,
                     node,
                     f"`{name}` is passed twice to `{dotted(func)}()`: a custom autograd.Function with a duplicate tensor input breaks the graph; pass `{name}.clone()` the second time",
+                    fix=duplicate_input_fix(ctx, arg, self.code),
                 )
                 return
             seen.add(name)
@@ -111,6 +121,32 @@ class AutogradFunctionDuplicateInput(Rule):
                     return Scale.apply(h, h)  # expect: DYN141
             """,
             dynamo=BREAKS,
+            fixed="""
+            import torch
+            from torch import nn
+
+
+            class Scale(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, a, b):
+                    ctx.save_for_backward(a, b)
+                    return a * b
+
+                @staticmethod
+                def backward(ctx, grad):
+                    a, b = ctx.saved_tensors
+                    return grad * b, grad * a
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    h = self.proj(x)
+                    return Scale.apply(h, h.clone())  # expect: DYN141
+            """,
         ),
         Example(
             """

@@ -20,9 +20,19 @@ def forward(self, input_ids):
 ## Use instead
 Convert into a local variable (`pos_encoding = self.pos_encoding.to(...)`) and use that; moving
 the model with `model.to(device, dtype)` already moves its buffers.
+
+## Fix (unsafe)
+Assigns the conversion to a local variable named after the buffer and reads that local for the
+rest of the function. This call computes the same values, but the module keeps the unconverted
+buffer: the conversion (a copy, when it really converts) runs on every call, and code outside
+the function that reads the attribute sees the old tensor. Offered only when the assignment is a
+statement of the function's own body (not in a loop or a branch), the function stores the
+attribute nowhere else and no nested function or other method of the class reads it.
 """
 
 import libcst as cst
+
+from dynalint.fixes.buffers import buffer_local_fix
 
 from ..rule import BREAKS, CLEAN, Example, Rule
 
@@ -51,6 +61,7 @@ class BufferReassigned(Rule):
         ("GB4841", "Unsupported python_type() call"),
     )
     node_types = (cst.Assign,)
+    fixable = "unsafe"
 
     def check(self, node, ctx):
         value = node.value
@@ -70,6 +81,7 @@ class BufferReassigned(Rule):
                     self,
                     node,
                     f"`self.{source} = self.{source}.{method}(...)` re-registers an `nn.Buffer` and breaks the graph; assign the result to a local variable",
+                    fix=buffer_local_fix(ctx, node, source, self.code),
                 )
                 return
 
@@ -90,6 +102,20 @@ class BufferReassigned(Rule):
                     return x + self.pos_encoding
             """,
             dynamo=BREAKS,
+            fixed="""
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.pos_encoding = nn.Buffer(torch.zeros(4), persistent=False)
+
+                def forward(self, x):
+                    pos_encoding = self.pos_encoding.to(device=x.device, dtype=x.dtype)  # expect: DYN142
+                    return x + pos_encoding
+            """,
         ),
         Example(
             """
