@@ -15,7 +15,7 @@ tiny random configs, timm, torchvision):
      only where two eager calls agree), the fixed code compiled against the original compiled
      (in eval mode against the original eager when no compiled output was kept);
   4. each break site before is matched to the fixed file's lines: a site gone after the fix is
-     "removed", attributed to the rule whose applied fix changed that line (or "elsewhere" when no
+     "removed", attributed to the rule whose applied fix spans that line (or "elsewhere" when no
      fix touched it: a fix in a callee, a frame no longer split).
 
 Prints a table (breaks before -> after, outputs match, fixes applied per model) and the totals:
@@ -239,10 +239,10 @@ def attribute(before_sites, after_sites, texts, overrides, fixed_by_file) -> tup
             kept.append(((f, line), why))
             matched_after.update(hit)
             continue
-        rule = "elsewhere"
-        if f in changed and line in changed[f]:
-            codes = [code for code, lo, hi in fixed_by_file.get(f, ()) if lo <= line <= hi]
-            rule = codes[0] if codes else "changed line"
+        # The rule whose fixed finding spans the line (a call's break is reported on its first
+        # line, the fix may edit a later one), else "changed line" / "elsewhere".
+        codes = [code for code, lo, hi in fixed_by_file.get(f, ()) if lo <= line <= hi]
+        rule = codes[0] if codes else "changed line" if f in changed and line in changed[f] else "elsewhere"
         removed.append(((f, line), why, rule))
     new = [(s, why) for s, why in sorted(after_sites.items()) if s not in matched_after]
     return removed, kept, new
