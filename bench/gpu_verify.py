@@ -82,6 +82,16 @@ def led_tiny(d_model: int = 64, layers: int = 2, seq: int = 250, batch: int = 2,
     return LEDModel(cfg), {"input_ids": _ids(batch, seq), "decoder_input_ids": _ids(batch, target)}
 
 
+def ctrl_model(hidden: int = 64, layers: int = 2, seq: int = 128, batch: int = 2):
+    """CTRL: forward converts its `nn.Buffer` of position encodings with
+    `self.pos_encoding = self.pos_encoding.to(...)`, which breaks the graph (DYN142)."""
+    from transformers import CTRLConfig, CTRLModel
+
+    cfg = CTRLConfig(vocab_size=1024, n_positions=max(256, seq), n_embd=hidden, dff=hidden * 4, n_layer=layers,
+                     n_head=max(4, hidden // 64))
+    return CTRLModel(cfg), {"input_ids": _ids(batch, seq)}
+
+
 # --------------------------------------------------------------------------------------------
 # Cases
 
@@ -113,6 +123,7 @@ class Case:
 REAL_LONGFORMER = {"hidden": 512, "layers": 4, "seq": 1000, "batch": 4, "window": 64}
 REAL_LED = {"d_model": 512, "layers": 3, "seq": 1000, "batch": 4, "window": 64, "target": 128}
 REAL_BIG_BIRD = {"hidden": 512, "layers": 4, "seq": 1024, "batch": 4, "block": 64}
+REAL_CTRL = {"hidden": 1024, "layers": 6, "seq": 512, "batch": 4}
 
 CASES = [
     Case("BadIf", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [65536, 16]}),
@@ -124,6 +135,7 @@ CASES = [
     Case("longformer", f"{THIS}::longformer_tiny", {"target_args": REAL_LONGFORMER}),
     Case("led", f"{THIS}::led_tiny", {"target_args": REAL_LED}),
     Case("big_bird (block sparse)", f"{THIS}::big_bird_block_sparse", {"target_args": REAL_BIG_BIRD}),
+    Case("ctrl", f"{THIS}::ctrl_model", {"target_args": REAL_CTRL}),
     Case("big_bird (short sequence)", f"{THIS}::big_bird_short_sequence"),
     Case("longformer (small)", f"{THIS}::longformer_tiny"),
     Case("led (small)", f"{THIS}::led_tiny"),
