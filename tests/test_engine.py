@@ -243,6 +243,8 @@ def test_concurrent_runs_share_the_cache_without_corrupting_it(tmp_path):
     files = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.name != ".gitignore"]
     assert files and not [p for p in files if p.name.endswith(".tmp")]
     cache = Cache(tmp_path / "cache")
+    # one code fingerprint: every process (this one too) used the same cache folder
+    assert [d.name for d in (tmp_path / "cache").iterdir() if d.is_dir()] == [cache.dir.name]
     packs = [p for p in files if p.parent.name == "packs"]
     states = [p for p in files if p.parent.name == "states"]
     entries = [p for p in files if p.parent.name not in ("packs", "runs", "states")]
@@ -288,6 +290,37 @@ def test_per_set_files_are_pruned_to_the_most_recently_used(tmp_path, monkeypatc
     assert cache.load_pack("set2") == {"k": {"i": 2}}  # using the oldest makes it the most recent
     cache.save_pack("set5", {})
     assert sorted(p.name for p in (cache.dir / "packs").iterdir()) == ["set2", "set4", "set5"]
+
+
+def test_the_code_fingerprint_follows_source_content_not_mtimes(tmp_path):
+    """A checkout, rebase or editor rewriting a source with the same text must not move a process
+    to another cache folder; a change of content must."""
+    from dynalint.cache import _code_fingerprint, _fingerprint_of, _source_files
+
+    sources = _source_files()
+    names = [name for _, name in sources]
+    assert {"engine.py", "incremental.py", "findings.py", "lint/rule.py", "fixes/checks.py"} <= set(names)
+    assert any(name.startswith("lint/rules/") for name in names)
+    assert _fingerprint_of(sources) == _code_fingerprint()
+    copies = []
+    for path, name in sources:  # copies: the installed sources are never touched
+        copy = tmp_path / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(path.read_bytes())
+        copies.append((copy, name))
+    base = _fingerprint_of(copies)
+    assert base == _code_fingerprint()  # names inside the package, not where it lives
+    target = next(copy for copy, name in copies if name == "lint/rule.py")
+    os.utime(target, ns=(10**18, 10**18))
+    target.write_bytes(target.read_bytes())  # rewritten, same text: new mtime
+    assert _fingerprint_of(copies) == base
+    target.write_bytes(target.read_bytes() + b"\n# edited\n")
+    edited = _fingerprint_of(copies)
+    assert edited != base
+    target.write_bytes(target.read_bytes()[: -len(b"\n# edited\n")])
+    assert _fingerprint_of(copies) == base
+    renamed = [(copy, "lint/other.py" if copy == target else name) for copy, name in copies]
+    assert _fingerprint_of(renamed) != base
 
 
 def test_a_damaged_cache_entry_is_a_miss(tmp_path):
