@@ -8,10 +8,13 @@ Per-file cost should grow linearly: the CPU seconds per 10k lines should stay ab
     python bench/big_file.py                       # 10k, 20k, 50k lines
     python bench/big_file.py --lines 200000        # one size
     python bench/big_file.py --bool-chain 20000    # one forward testing `x0 and x1 and ...` (20,000 terms)
+    python bench/big_file.py --assert-chain 2000   # one forward asserting `x0.sum() > 0 and ...` (2,000 terms)
 
 `--bool-chain N` writes one deep expression instead: a forward whose `if` tests an N-term
 `and` chain of comparisons on its tensor argument (libcst nests it N levels deep), so a step that
-looks at a node's whole subtree for every node costs N squared.
+looks at a node's whole subtree for every node costs N squared. `--assert-chain N` asserts such a
+chain instead: each operand is a finding whose fix splits the whole assert (one per operand), so
+building that fix once per operand would cost N squared too.
 """
 
 from __future__ import annotations
@@ -86,6 +89,15 @@ def bool_chain_file(terms: int) -> str:
     )
 
 
+def assert_chain_file(terms: int) -> str:
+    chain = " and ".join(f"x{i % 10}.sum() > {i}" for i in range(terms))
+    return (
+        "import torch\nfrom torch import nn\n\n\nclass Chain(nn.Module):\n"
+        f"    def forward(self, {', '.join(f'x{i}: torch.Tensor' for i in range(10))}):\n"
+        f"        assert {chain}, \"bad input\"\n        return x0\n"
+    )
+
+
 def measure(path: Path, jobs: int) -> tuple[float, float, int, int]:
     """(wall s, CPU s, peak RSS MiB, findings) of one cold `dynalint check` of path."""
     cli = "import sys; from dynalint.cli import main; sys.exit(main())"
@@ -110,20 +122,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, action="append", help="file sizes in lines (repeatable)")
     parser.add_argument("--bool-chain", type=int, action="append", help="terms of one `and` chain (repeatable)")
+    parser.add_argument("--assert-chain", type=int, action="append", help="terms of one asserted `and` chain (repeatable)")
     parser.add_argument("-j", "--jobs", type=int, default=1)
     args = parser.parse_args()
     cases = [("lines", n, model_file(n)) for n in args.lines or ()]
     cases += [("terms", n, bool_chain_file(n)) for n in args.bool_chain or ()]
+    cases += [("asserted", n, assert_chain_file(n)) for n in args.assert_chain or ()]
     if not cases:
         cases = [("lines", n, model_file(n)) for n in (10_000, 20_000, 50_000)]
-    print(f"{'size':>14} {'MB':>6} {'wall s':>8} {'CPU s':>8} {'CPU s/10k':>10} {'peak MiB':>9} {'findings':>9}")
+    print(f"{'size':>17} {'MB':>6} {'wall s':>8} {'CPU s':>8} {'CPU s/10k':>10} {'peak MiB':>9} {'findings':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         for unit, n, text in cases:
             path = Path(tmp) / f"{unit}_{n}.py"
             path.write_text(text)
             wall, cpu, rss, findings = measure(path, args.jobs)
             print(
-                f"{n:>8} {unit:<5} {len(text) / 1e6:>6.2f} {wall:>8.1f} {cpu:>8.1f} {cpu / n * 1e4:>10.2f} {rss:>9} {findings:>9}",
+                f"{n:>8} {unit:<8} {len(text) / 1e6:>6.2f} {wall:>8.1f} {cpu:>8.1f} {cpu / n * 1e4:>10.2f} {rss:>9} {findings:>9}",
                 flush=True,
             )
 

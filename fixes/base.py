@@ -56,6 +56,7 @@ class SourceInfo:
     _parents: dict = field(default_factory=dict)
     _covered: set = field(default_factory=set)  # ids of the functions mapped so far
     _complete: bool = False
+    _stripped: dict = field(default_factory=dict)  # line(row), by row
 
     @functools.cached_property
     def lines(self) -> list[str]:
@@ -100,10 +101,14 @@ class SourceInfo:
         return self.module.default_indent
 
     def line(self, row: int) -> str:
-        """Line `row` (1-based) without its line ending."""
-        if 1 <= row <= len(self.lines):
-            return _NEWLINES.sub("", self.lines[row - 1])
-        return ""
+        """Line `row` (1-based) without its line ending (remembered: the texts of N operands on
+        one long line would otherwise copy that line N times)."""
+        found = self._stripped.get(row)
+        if found is None:
+            # split_lines leaves one ending at most, at the end: `\r\n`, `\r` or `\n`
+            found = self.lines[row - 1].rstrip("\r\n") if 1 <= row <= len(self.lines) else ""
+            self._stripped[row] = found
+        return found
 
     def indentation(self, row: int) -> str:
         text = self.line(row)

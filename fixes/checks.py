@@ -27,6 +27,7 @@ import json
 import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
+from dynalint.lint import fastcst
 
 from .base import SourceInfo, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
@@ -166,6 +167,7 @@ def assert_split_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
         node, parent = parent, info.parent(parent)
     if not (isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And)):
         return None
+    operand = node
     # The top of the `and` chain, remembered for every `and` passed on the way up: each operand
     # of an N-term chain asks, and walking up from each would be N squared.
     tops = info.registry.setdefault("and-chain-tops", {})
@@ -187,9 +189,45 @@ def assert_split_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
     split = info.registry.setdefault("and-chain-operands", {})
     known = split.get(id(node))
     if known is None or known[0] is not node:
-        known = split[id(node)] = (node, _and_operands(node))
-    operands = known[1]
-    return guarded(code, lambda positions, module: _rewrite_assert(info, positions, parent, operands))
+        operands = _and_operands(node)
+        known = split[id(node)] = (node, operands, {id(op): i for i, op in enumerate(operands)}, {"askers": []})
+    _, operands, index, asked = known
+    place = index.get(id(operand))
+    if place is None:
+        return None
+    asked["askers"].append(place)
+
+    def fix(positions, module):
+        # A long chain's fix goes to its leftmost finding only (the others are fixed with it):
+        # N findings each carrying the N-line split made the output N squared (8,000 terms:
+        # over 2 GB of JSON).
+        if len(operands) > SPLIT_ON_EVERY_FINDING:
+            if "first" not in asked:  # fixes are built once the whole file was walked
+                asked["first"] = min(asked["askers"])
+            if place != asked["first"]:
+                return None
+        return _shared_rewrite_assert(info, positions, parent, operands)
+
+    return guarded(code, fix)
+
+
+# Up to this many operands, every operand's finding carries the (same) split.
+SPLIT_ON_EVERY_FINDING = 32
+
+
+def _shared_rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands: list):
+    """The split of `statement`, built once and shared by the findings on all its operands: the
+    fix is the same for each, and building it looks at every operand (N operands' findings each
+    building it cost N squared: 500 terms took 64 CPU s)."""
+    done = info.registry.setdefault("assert-splits", {})
+    known = done.get(id(statement))
+    if known is None or known[0] is not statement or known[1] is not positions:
+        REWRITES[0] += 1
+        known = done[id(statement)] = (statement, positions, _rewrite_assert(info, positions, statement, operands))
+    return known[2]
+
+
+REWRITES = [0]  # splits built in this process (tests check each assert is split once)
 
 
 def _and_operands(node: cst.BaseExpression) -> list:
@@ -225,7 +263,7 @@ def _rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands
             if not copied(p.line, p.column):
                 comments.append((p.line, p.column, cur.value))
             continue
-        stack.extend(cur.children)
+        stack.extend(fastcst.children(cur))
     msg = f", {_parenthesized(info, positions, statement.msg)}" if statement.msg is not None else ""
     lines = [c for _, _, c in sorted(comments)]
     lines += [f"assert {_parenthesized(info, positions, op)}{msg}" for op in operands]

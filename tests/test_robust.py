@@ -117,6 +117,50 @@ def test_the_work_on_an_and_chain_grows_linearly(monkeypatch):
     assert 0 < counts[1]["dtype"] <= 5 * counts[0]["dtype"]
 
 
+def test_an_asserted_and_chain_is_split_once(monkeypatch):
+    """Every operand of `assert a and b and ...` on tensors is a DYN120 finding whose fix splits
+    the whole assert; the split is built once per assert and shared (built per finding, 500 terms
+    took 64 CPU s). Above 32 operands only the leftmost finding carries it (each of N findings
+    carrying N lines made the output N squared)."""
+    import importlib.util
+
+    from dynalint.fixes import checks
+    from dynalint.lint import analyzer
+
+    spec = importlib.util.spec_from_file_location("big_file", Path(__file__).resolve().parent.parent / "bench" / "big_file.py")
+    big_file = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(big_file)
+    for terms in (3, 32, 33, 500):
+        before = checks.REWRITES[0]
+        summary = analyzer.analyze_source(big_file.assert_chain_file(terms), "m.py")
+        assert checks.REWRITES[0] - before == 1
+        found = sorted((f for f in summary.findings if f.code == "DYN120"), key=lambda f: f.column)
+        assert len(found) == terms
+        if terms <= 32:
+            assert all(f.fix is found[0].fix for f in found)
+        else:
+            assert found[0].fix is not None and all(f.fix is None for f in found[1:])
+        (edit,) = found[0].fix.edits
+        lines = edit.content.split("\n")
+        assert len(lines) == terms and lines[-1].lstrip() == f'assert x{(terms - 1) % 10}.sum() > {terms - 1}, "bad input"'
+
+
+def test_a_long_asserted_and_chain_is_fixed(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("big_file", Path(__file__).resolve().parent.parent / "bench" / "big_file.py")
+    big_file = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(big_file)
+    path = tmp_path / "chain.py"
+    path.write_text(big_file.assert_chain_file(200))
+    result = dynalint("check", "--fix", "--unsafe-fixes", "chain.py", cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    fixed = path.read_text()
+    asserts = [line.strip() for line in fixed.splitlines() if line.strip().startswith("assert ")]
+    assert asserts == [f'assert x{i % 10}.sum() > {i}, "bad input"' for i in range(200)]
+    compile(fixed, "chain.py", "exec")
+
+
 def test_a_long_elif_chain_is_analysed(tmp_path):
     branches = "".join(f"        elif x.sum() > {i}:\n            y = {i}\n" for i in range(1, 1000))
     (tmp_path / "elifs.py").write_text(HEADER + "        if x.sum() > 0:\n            y = 0\n" + branches + "        return y\n")

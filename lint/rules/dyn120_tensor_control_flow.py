@@ -63,7 +63,8 @@ context unusable: right for checks of programming errors, not for exceptions tha
 `assert a and b, msg` on tensor tests (`and` takes a tensor's truth in Python) becomes one
 `assert` per operand, `assert a, msg` then `assert b, msg`: the same operands in the same order,
 the same AssertionError at the first false one; Dynamo keeps each `assert t` in the graph, where
-a failure is a RuntimeError with the message.
+a failure is a RuntimeError with the message. Each operand's finding carries that one fix (of a
+chain of more than 32 operands, only the leftmost finding does).
 """
 
 import libcst as cst
