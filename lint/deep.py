@@ -92,24 +92,69 @@ _DEPTH_STEP = str.maketrans({"(": "1", "[": "1", "{": "1", ")": "0", "]": "0", "
 _SUSPECT_LINE_LENGTH = 5_000
 
 
+# Python keeps `a and b and c` flat (one BoolOp), libcst nests it one level per operator, and the
+# analysis then needs two frames per level (codegen): 40,000 terms are analysed (24 CPU s,
+# 0.8 GB), 50,000 end in a RecursionError after as long, 300,000 in one after 62 CPU s and 5 GB
+# (libcst's tree), and some millions could exhaust the 1 GiB stack inside libcst's native
+# parser. Deeper than this, a file is a finding before libcst sees it.
+MAX_LIBCST_DEPTH = 40_000
+
+
 def python_rejects(source: str) -> Optional[str]:
     """Python's own reason for refusing a file that nests too deeply, when the file looks as if
     it might (deep brackets, a very long line); None otherwise (also when Python accepts it)."""
-    if not _may_be_too_deep(source):
+    found = rejects(source)
+    return found[1] if found is not None and found[0] == "DYN001" else None
+
+
+def rejects(source: str) -> Optional[tuple[str, str]]:
+    """(code, reason) for a file too deep to analyse, when the file looks as if it might nest
+    deeply (deep brackets, a very long line, tens of thousands of `and`/`or`): DYN001 with
+    Python's own reason when Python refuses it, DYN002 when Python accepts it but libcst would
+    nest it deeper than MAX_LIBCST_DEPTH; None otherwise."""
+    bool_words = source.count(" and ") + source.count(" or ")
+    if bool_words < MAX_LIBCST_DEPTH and not _may_be_too_deep(source):
         return None
     import ast
 
     try:
-        compile(source, "<dynalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = compile(source, "<dynalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
-        return f"SyntaxError: {exc.msg}"
+        return "DYN001", f"SyntaxError: {exc.msg}"
     except RecursionError:
-        return "Python cannot parse it: nested too deeply (RecursionError during parsing)"
+        return "DYN001", "Python cannot parse it: nested too deeply (RecursionError during parsing)"
     except MemoryError:
-        return "Python cannot parse it: nested too deeply (MemoryError during parsing)"
+        return "DYN001", "Python cannot parse it: nested too deeply (MemoryError during parsing)"
     except ValueError as exc:  # null bytes
-        return f"SyntaxError: {str(exc).splitlines()[0] if str(exc) else 'invalid source'}"
+        return "DYN001", f"SyntaxError: {str(exc).splitlines()[0] if str(exc) else 'invalid source'}"
+    if bool_words >= MAX_LIBCST_DEPTH:  # only then can an `and`/`or` chain be that long
+        depth, row = _libcst_depth(tree)
+        if depth > MAX_LIBCST_DEPTH:
+            return "DYN002", (
+                f"cannot analyse file: nested too deeply (an expression on line {row} is {depth:,} "
+                f"levels deep for libcst; the limit is {MAX_LIBCST_DEPTH:,})"
+            )
     return None
+
+
+def _libcst_depth(tree) -> tuple[int, int]:
+    """(about how deep libcst's tree of this file nests, the line where it is deepest): the
+    syntax tree's depth, with `a and b and c` counted as libcst nests it, one level per operator."""
+    import ast
+
+    deepest, row = 0, 1
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.BoolOp):
+            depth += len(node.values) - 1
+            if depth > deepest:
+                deepest, row = depth, node.lineno
+        elif depth > deepest:
+            deepest, row = depth, getattr(node, "lineno", row)
+        depth += 1
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
+    return deepest, row
 
 
 def _may_be_too_deep(source: str) -> bool:

@@ -246,6 +246,30 @@ def test_nesting_too_deep_even_for_the_large_stack_is_a_finding(monkeypatch):
     assert "nested too deeply" in summary.findings[0].message
 
 
+def _deep_and_chain(terms: int, joint: str = " and ") -> str:
+    chain = joint.join(f"x{i % 10}.sum() > {i}" for i in range(terms))
+    return f"import torch\n\n\ndef f(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9):\n    y = {chain}\n    return y\n"
+
+
+def test_an_and_chain_too_deep_for_libcst_is_found_before_parsing():
+    """Python keeps `a and b and ...` flat, libcst nests it one level per `and`: a chain deeper
+    than the analysis can take (50,000 terms ended in a RecursionError after 25 CPU s, 300,000
+    after 62 CPU s and 5 GB) is a DYN002 from a count and Python's parser, not from libcst."""
+    from dynalint.lint import deep
+
+    limit = deep.MAX_LIBCST_DEPTH
+    code, reason = deep.rejects(_deep_and_chain(limit + 1))
+    assert code == "DYN002" and reason.startswith("cannot analyse file: nested too deeply (an expression on line 5 is ")
+    code, _ = deep.rejects(_deep_and_chain(limit + 1, joint="\n        or ").replace("y = ", "y = (").replace("\n    return", ")\n    return"))
+    assert code == "DYN002"  # over many lines too
+    assert deep.rejects(_deep_and_chain(limit // 2)) is None
+    # as many `and`s, in many short expressions: shallow
+    shallow = "".join(f"ok{i} = a and b  # x and y\n" for i in range(limit))
+    assert deep.rejects(shallow) is None
+    assert deep.python_rejects(_deep_and_chain(limit + 1)) is None  # Python itself accepts it
+    assert deep.rejects("y = " + " + ".join(["x"] * 100_000) + "\n")[0] == "DYN001"
+
+
 # -- fixes never break an import ------------------------------------------------------------------
 
 NO_TORCH_UTILS = '''\
