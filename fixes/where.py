@@ -27,7 +27,7 @@ import keyword
 import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
-from dynalint.lint.analyzer import operator_operands
+from dynalint.lint.nodes import operator_operands
 from dynalint.lint.kinds import Kind, TENSORISH
 
 from .base import SourceInfo, atom_text, comments_within, guarded, make_fix, source_info

@@ -6,6 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
+from . import fastcst
+
 
 def dotted(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` -> "a.b.c"; anything else -> None."""
@@ -22,3 +24,28 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
 def is_none(node: cst.BaseExpression) -> bool:
     """The literal `None`."""
     return type(node) is cst.Name and node.value == "None"
+
+
+def param_list(params: cst.Parameters) -> list[cst.Param]:
+    return list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+
+
+def iter_code_nodes(root: cst.CSTNode):
+    """All statement-level and expression nodes under root (children first order not needed)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        # Same nodes as .children without rebuilding them, minus whitespace and punctuation.
+        stack.extend(c for c in fastcst.children(node) if type(c) not in fastcst.TRIVIA)
+
+
+def operator_operands(node: cst.BaseExpression) -> Optional[list]:
+    """The operands of a comparison, binary or unary operation; None for other expressions."""
+    if type(node) is cst.BinaryOperation:
+        return [node.left, node.right]
+    if type(node) is cst.Comparison:
+        return [node.left] + [c.comparator for c in node.comparisons]
+    if type(node) is cst.UnaryOperation:
+        return [node.expression]
+    return None

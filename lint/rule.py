@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar, Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
-    from .analyzer import FunctionContext
+    from .walk import FunctionContext
 
 # What Dynamo does with an example, as checked by tests/test_probes.py on the installed torch.
 BREAKS = "break"  # at least one graph-break reason

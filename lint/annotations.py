@@ -1,0 +1,83 @@
+"""Kinds from what a signature declares: annotations (`Tensor`, `Optional[Tensor]`, `int | Tensor`)
+and TorchScript-era signature comments (`# type: (Tensor, int) -> Tensor`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from .kinds import N, P, T
+from .nodes import dotted
+
+
+TENSOR_TYPE_NAMES = frozenset(
+    {"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "IntTensor", "HalfTensor", "DoubleTensor",
+     "ByteTensor", "BFloat16Tensor", "Parameter", "Buffer"}
+)
+
+
+def _union_members(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`A | B`, `Optional[A]`, `Union[A, B]` -> [A, B] (None dropped); anything else -> [node]."""
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.BitOr:
+        return _union_members(node.left) + _union_members(node.right)
+    if type(node) is cst.Subscript:
+        head = dotted(node.value) or ""
+        if head.split(".")[-1] in ("Optional", "Union"):
+            out = []
+            for el in node.slice:
+                if type(el.slice) is cst.Index:
+                    out += _union_members(el.slice.value)
+            return out
+    if type(node) is cst.Name and node.value == "None":
+        return []
+    if type(node) is cst.SimpleString:
+        try:
+            return _union_members(cst.parse_expression(node.evaluated_value))
+        except Exception:
+            return [node]
+    return [node]
+
+
+def annotation_kind(ann: Optional[cst.Annotation]) -> Optional[str]:
+    """T for `Tensor` / `Optional[Tensor]`, P for `int | Tensor`, N for anything else
+    (`list[Tensor]` is a list), None when there is no annotation."""
+    if ann is None:
+        return None
+    members = _union_members(ann.annotation)
+    tensors = [m for m in members if (dotted(m) or "").split(".")[-1] in TENSOR_TYPE_NAMES]
+    if not tensors:
+        return N
+    return T if len(tensors) == len(members) else P
+
+
+_TYPE_COMMENT = re.compile(r"#\s*type:\s*\((.*)\)\s*->")
+
+
+def type_comment_kinds(fn: cst.FunctionDef) -> Optional[list[Optional[str]]]:
+    """Kinds of the parameters from a signature type comment (TorchScript-era code:
+    `# type: (Tensor, int) -> Tensor`, on the `def` line or first in the body), in order, `self`
+    not included; None when the function has none."""
+    texts = []
+    header = getattr(fn.body, "header", None)
+    if header is not None and header.comment is not None:
+        texts.append(header.comment.value)
+    body = getattr(fn.body, "body", ())
+    if body:
+        texts += [line.comment.value for line in getattr(body[0], "leading_lines", ()) if line.comment is not None]
+    for text in texts:
+        m = _TYPE_COMMENT.match(text.strip())
+        if m is None:
+            continue
+        params = m.group(1).strip()
+        if not params:
+            return []
+        try:  # the parameter list read as a tuple of type expressions: `(Tensor, dict[str, int],)`
+            types = cst.parse_expression(f"({params},)")
+        except cst.ParserSyntaxError:
+            return None
+        if type(types) is not cst.Tuple:
+            return None
+        return [annotation_kind(cst.Annotation(e.value)) for e in types.elements]
+    return None

@@ -1,0 +1,121 @@
+"""Call edges: which functions, methods and submodules a function calls (resolved to dotted names
+where the file alone allows it; `lint.regions` follows them across files), and the tensors passed
+at each call site (hints for the callee's parameters, in this file or another)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from .kinds import P, T, TENSORISH
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .filefacts import FileAnalyzer
+
+
+def submodule_types(value: cst.BaseExpression, fa: FileAnalyzer) -> list[str]:
+    """`Block(...)` -> [Block]; `nn.ModuleList([Block(...) for _ in ...])` -> [Block]."""
+    if type(value) is not cst.Call:
+        return []
+    q = fa.qualname(value.func)
+    if q is None:
+        return []
+    if q in ("torch.nn.ModuleList", "torch.nn.Sequential"):
+        out = []
+        for arg in value.args:
+            v = arg.value
+            if type(v) in (cst.ListComp, cst.GeneratorExp):
+                out += submodule_types(v.elt, fa)
+            elif type(v) in (cst.List, cst.Tuple):
+                for el in v.elements:
+                    out += submodule_types(el.value, fa)
+            else:
+                out += submodule_types(v, fa)
+        return out
+    if q.startswith("torch."):
+        return []
+    last = q.rsplit(".", 1)[-1]
+    return [q] if last[:1].isupper() else []
+
+
+class CallEdges:
+    """The call-graph part of `FunctionContext` (`lint.walk`), which it mixes in."""
+
+    def _record_call_site(self, node: cst.Call) -> None:
+        func = node.func
+        key = None
+        method = self.self_attr(func)
+        if method is not None:
+            if self.class_info is not None and method in self.class_info.methods:
+                key = f"{self.cls}.{method}"
+        elif type(func) is cst.Name and func.value in self.fa.local_functions and func.value not in self.env:
+            key = f"{self.fa.summary.module}.{func.value}"
+        else:
+            self._record_external_call_site(node)
+            return
+        for i, arg in enumerate(node.args):
+            if arg.star:
+                break
+            k = self.kind(arg.value)
+            if k in TENSORISH:
+                hints = self.fa.param_hints.setdefault(key, {})
+                slot = arg.keyword.value if arg.keyword is not None else i
+                # A definite tensor at one call site and a presumed one at another: presumed.
+                hints[slot] = P if P in (k, hints.get(slot)) else T
+
+    def _record_external_call_site(self, node: cst.Call) -> None:
+        """`clamp_outliers(h)` with `clamp_outliers` imported from a linted file: remember which
+        arguments are tensors so that file's analysis can treat those parameters as tensors."""
+        edge = self._edge_for(node)
+        if edge is None or edge[0] != "name":
+            return
+        dotted_callee = edge[1]
+        if dotted_callee.startswith(f"{self.fa.summary.module}."):
+            return  # local classes: their forward's parameters are presumed tensors already
+        for i, arg in enumerate(node.args):
+            if arg.star:
+                break
+            k = self.kind(arg.value)
+            if k in TENSORISH:
+                hints = self.fa.summary.call_hints.setdefault(dotted_callee, {})
+                slot = arg.keyword.value if arg.keyword is not None else str(i)
+                hints[slot] = P if P in (k, hints.get(slot)) else T
+
+    # -- edges ------------------------------------------------------------------------------
+    def _submodule_list_ref(self, it: cst.BaseExpression) -> Optional[tuple]:
+        if type(it) is cst.Attribute and type(it.value) is cst.Name and it.value.value == "self":
+            return ("selfattr", it.attr.value, "forward")
+        return None
+
+    def _edge_for(self, node: cst.Call) -> Optional[tuple]:
+        func = node.func
+        if type(func) is cst.Name:
+            name = func.value
+            if name in self.local_types:
+                return self.local_types[name]
+            if name in self.env or name in self.nested_defs:
+                return None
+            if name in self.fa.local_functions or name in self.fa.summary.imports or name in self.fa._class_names:
+                return ("name", self.fa.resolve(name))
+            return None
+        if type(func) is cst.Attribute:
+            recv = func.value
+            meth = func.attr.value
+            if self.self_attr(func) is not None:
+                return ("self", meth)
+            submodule = self.self_attr(recv)
+            if submodule is not None:
+                return ("selfattr", submodule, meth)
+            if type(recv) is cst.Call and type(recv.func) is cst.Name and recv.func.value == "super":
+                return ("super", meth)
+            q = self.qualname(func)
+            if q is not None and not q.startswith(("torch.", "numpy.", "math.")):
+                head = q.split(".")[0]
+                if head in self.fa.summary.imports.values() or "." in q:
+                    return ("name", q)
+            return None
+        if type(func) is cst.Subscript:
+            ref = self._submodule_list_ref(func.value)
+            return ref
+        return None

@@ -1,0 +1,371 @@
+"""Kind inference: what a value is (`lint.kinds`: a tensor, a presumed tensor, a size, a bool
+tensor, not a tensor, unknown) at a point of the function walk, from the names bound so far,
+the class's attributes and the file's (and other files') facts about what functions return."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from . import kinds as K
+from .kinds import B, N, P, S, T, U, TENSORISH
+from .nodes import is_none, iter_code_nodes, operator_operands, param_list
+
+
+def torch_non_tensor(q: str) -> bool:
+    if q.startswith(K.TORCH_NON_TENSOR_PREFIXES):
+        return True
+    # The C API gives flags and state (`torch._C._get_tracing_state()`, dispatch keys), except
+    # its operator namespaces, which are the tensor ops behind `F.*`, `torch.linalg.*`, ...
+    if q.startswith("torch._C.") and not q.startswith(K.TORCH_C_TENSOR_PREFIXES):
+        return True
+    last = q.rsplit(".", 1)[-1]
+    # `torch.is_autocast_cpu_enabled()`, `torch.get_autocast_dtype()`: flags and settings.
+    return q.count(".") == 1 and (last in K.TORCH_NON_TENSOR_FUNCS or last.startswith(("is_", "get_autocast")))
+
+
+def join_kinds(a: str, b: str) -> str:
+    """Kind of a value that is either a or b (two branches)."""
+    if a == b:
+        return a
+    if a in (T, B) or b in (T, B):
+        return T  # a tensor on one path: `if mask is None: mask = torch.ones(...)`
+    if a == P or b == P:
+        return P  # a presumed tensor stays presumed (`flag if flag is not None else config.flag`)
+    return U
+
+
+def merge_kinds(a: dict[str, str], b: dict[str, str]) -> dict[str, str]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = join_kinds(out[k], v) if k in out else v
+    return out
+
+
+_INT_KEYWORDS = frozenset({"dim", "axis", "dims", "dim0", "dim1", "start_dim", "end_dim", "num_classes", "chunks", "groups"})
+
+
+def int_only_params(fn: cst.FunctionDef) -> frozenset:
+    """Parameters of `fn` used at least once and only where an int is meant (see
+    FunctionContext._int_only_params)."""
+    names = {p.name.value for p in param_list(fn.params)}
+    uses: dict[str, int] = {}
+    int_uses: dict[str, int] = {}
+
+    def int_use(node) -> None:
+        if type(node) is cst.Name and node.value in names:
+            int_uses[node.value] = int_uses.get(node.value, 0) + 1
+
+    for node in iter_code_nodes(fn.body):
+        t = type(node)
+        if t is cst.Name:
+            if node.value in names:
+                uses[node.value] = uses.get(node.value, 0) + 1
+        elif t is cst.Call:
+            if type(node.func) is cst.Name and node.func.value == "range":
+                for arg in node.args:
+                    int_use(arg.value)
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in _INT_KEYWORDS:
+                    int_use(arg.value)
+        elif t in (cst.If, cst.While, cst.IfExp):
+            # `if n == 1:` (a tensor there would break the graph); not `mask = x > 0`
+            tests = [node.test]
+            while tests:
+                test = tests.pop()
+                if type(test) is cst.BooleanOperation:
+                    tests += [test.left, test.right]
+                elif type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+                    tests.append(test.expression)
+                elif type(test) is cst.Comparison:
+                    operands = [test.left] + [c.comparator for c in test.comparisons]
+                    if all(type(o) in (cst.Integer, cst.Name) for o in operands) and any(
+                        type(o) is cst.Integer for o in operands
+                    ) and not any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in test.comparisons):
+                        for o in operands:
+                            int_use(o)
+        elif t is cst.Subscript:
+            if type(node.value) is cst.Attribute and node.value.attr.value == "shape":
+                for el in node.slice:
+                    if type(el.slice) is cst.Index:
+                        int_use(el.slice.value)
+        elif t in (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For):
+            # a parameter assigned to is another value from there on: not judged here
+            targets = [tt.target for tt in node.targets] if t is cst.Assign else [node.target]
+            for tgt in targets:
+                for sub in iter_code_nodes(tgt):
+                    if type(sub) is cst.Name and sub.value in names:
+                        uses[sub.value] = uses.get(sub.value, 0) + 1000
+    return frozenset(n for n, c in int_uses.items() if c == uses.get(n))
+
+
+class KindInference:
+    """The kind questions of `FunctionContext` (`lint.walk`), which it mixes in: they read the
+    walk's bindings (`env`, `numpy_names`, `local_types`), the class's facts (`tensor_attrs`,
+    `all_attrs`, `class_info`), the file's (`fa`) and resolve names with `qualname` / `self_attr`."""
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        return self.kind(node) in TENSORISH
+
+    def is_numpy(self, node: cst.BaseExpression) -> bool:
+        """Does the value come from NumPy (`np.random.rand(1)`, a name bound to one, an index of
+        one)? Dynamo traces these as tensors, but a fix must not turn them into torch tensors."""
+        while True:
+            if type(node) is cst.Call:
+                q = self.qualname(node.func)
+                if q is not None and q.startswith("numpy."):
+                    return True
+                if type(node.func) is not cst.Attribute:
+                    return False
+                node = node.func.value
+            elif type(node) in (cst.Attribute, cst.Subscript):
+                node = node.value
+            elif type(node) is cst.Name:
+                return node.value in self.numpy_names
+            elif type(node) in (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation):
+                # `x.shape[-1] % n` with n from NumPy is a NumPy number; with a torch tensor
+                # operand the result is a torch tensor.
+                parts = operator_operands(node)
+                numpy = [self.is_numpy(p) for p in parts]
+                return any(numpy) and not any(self.is_tensor(p) and not n for p, n in zip(parts, numpy))
+            else:
+                return False
+
+    def is_numpy_of_numbers(self, node: cst.BaseExpression) -> bool:
+        """`np.ceil(h / 2)`, `np.sqrt(x.shape[0])`: NumPy math on Python numbers (sizes,
+        constants; anything not known to be a tensor or an array). Dynamo traces the result as a 0-d tensor (an `if` on it breaks), but
+        `int()` / `float()` of it does not break (probed on torch 2.13); NumPy's integer
+        reductions (`np.lcm`, `np.prod`, ...) are DYN106's."""
+        if type(node) is not cst.Call:
+            return False
+        q = self.qualname(node.func)
+        if q is None or not q.startswith("numpy.") or q.count(".") != 1 or q.rsplit(".", 1)[1] in K.NUMPY_INT_REDUCTIONS:
+            return False
+        return bool(node.args) and all(
+            not a.star and (self.kind(a.value) not in TENSORISH or self.is_numpy_of_numbers(a.value)) for a in node.args
+        )
+
+    def is_definite_tensor(self, node: cst.BaseExpression) -> bool:
+        """A tensor for sure: not merely an unannotated parameter (see kinds.P)."""
+        return self.kind(node) in (T, B)
+
+    def _returns_tensor(self, key: str) -> bool:
+        found = bool(self.fa.returns_tensor.get(key))
+        if self.probe_only:
+            self.returns_read[key] = found
+        return found
+
+    def _passthrough(self, key: str) -> tuple:
+        found = self.fa.passthrough.get(key) or ()
+        if self.probe_only:
+            self.passthrough_read[key] = found
+        return found
+
+    def _unpacks_tensors(self, value: Optional[cst.BaseExpression]) -> bool:
+        """`q, k = x.chunk(2)` / `vals, idx = torch.topk(...)` hold tensors; tuples returned by
+        helpers or submodules (`early_exit, mask, ... = prepare(...)`) mix flags and tensors."""
+        if value is None:
+            return True
+        if type(value) is cst.Call:
+            q = self.qualname(value.func)
+            if q is not None and q.startswith("torch."):
+                return True
+            if type(value.func) is cst.Attribute:
+                return self.kind(value.func.value) in TENSORISH
+            return False
+        return type(value) is not cst.Subscript or self.kind(value.value) in (T, B, P)
+
+    def kind(self, node: cst.BaseExpression) -> str:
+        if type(node) is cst.Name:
+            v = node.value
+            if v in ("True", "False", "None"):
+                return N
+            k = self.env.get(v, U)
+            return U if k == "SELF" else k
+        if type(node) in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+            return N
+        if type(node) is cst.Attribute:
+            attr = node.attr.value
+            base = node.value
+            if type(base) is cst.Name and self.env.get(base.value) == "SELF":
+                if attr in self.tensor_attrs:
+                    return T
+                if attr == "training":
+                    return N
+                return U
+            bk = self.kind(base)
+            if bk in TENSORISH:
+                if attr in K.SHAPE_ATTRS:
+                    return S
+                if attr in K.NON_TENSOR_ATTRS:
+                    return N
+                if attr in K.TENSOR_ATTRS:
+                    return T if bk != P else P
+                return U
+            return U
+        if type(node) is cst.Call:
+            return self._call_kind(node)
+        if type(node) is cst.Subscript:
+            bk = self.kind(node.value)
+            if bk in TENSORISH:
+                return bk
+            if bk == S:
+                return S
+            return U
+        if type(node) is cst.BinaryOperation:
+            lk, rk = self.kind(node.left), self.kind(node.right)
+            if lk in TENSORISH or rk in TENSORISH:
+                if type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor) and B in (lk, rk):
+                    return B
+                return T if (lk in (T, B) or rk in (T, B)) else P
+            if S in (lk, rk) and all(k in (S, N) for k in (lk, rk)):
+                return S
+            if lk == N and rk == N:
+                return N
+            return U
+        if type(node) is cst.UnaryOperation:
+            if type(node.operator) is cst.Not:
+                return N
+            return self.kind(node.expression)
+        if type(node) is cst.Comparison:
+            if any(type(c.operator) in (cst.Is, cst.IsNot) for c in node.comparisons):
+                return N
+            if is_none(node.left) or any(is_none(c.comparator) for c in node.comparisons):
+                return N  # `mem == None`: Dynamo answers it like `is None`, a Python bool
+            if any(type(c.operator) in (cst.In, cst.NotIn) for c in node.comparisons):
+                # `t in [1, 2]` compares the tensor with each item and takes bool() of each.
+                return B if self.kind(node.left) in (T, B) else N
+            kinds_ = [self.kind(node.left)] + [self.kind(c.comparator) for c in node.comparisons]
+            if any(k in (T, B) for k in kinds_):
+                return B
+            if P in kinds_:
+                # `self.bias.shape[-1] >= j`: a presumed tensor compared with a size is a size
+                # (research code passes sizes to `forward(self, i, j)`)
+                return "SB" if S in kinds_ else B
+            if S in kinds_:
+                return "SB"
+            return N if all(k == N for k in kinds_) else U
+        if type(node) is cst.BooleanOperation:
+            lk, rk = self.kind(node.left), self.kind(node.right)
+            if lk in TENSORISH or rk in TENSORISH:
+                return T
+            return U
+        if type(node) is cst.IfExp:
+            return join_kinds(self.kind(node.body), self.kind(node.orelse))
+        if type(node) in (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp):
+            return N
+        return U
+
+    def _call_kind(self, node: cst.Call) -> str:
+        func = node.func
+        q = self.qualname(func)
+        if q is not None:
+            if "." not in q and q in K.NON_TENSOR_BUILTINS:
+                if q == "len" and node.args and self.is_tensor(node.args[0].value):
+                    return S
+                if q == "int" and node.args and self.kind(node.args[0].value) == S:
+                    return S
+                return N
+            if q.startswith("torch."):
+                if q in ("torch.nn.functional", ) or torch_non_tensor(q):
+                    return N
+                if q.startswith("torch.nn.") and not q.startswith("torch.nn.functional."):
+                    return U  # building modules
+                last = q.rsplit(".", 1)[-1]
+                if last in K.BOOL_TORCH_FUNCS:
+                    return B
+                if last in ("is_tensor", "is_floating_point", "is_complex", "is_nonzero"):
+                    return N
+                return T
+            if q.startswith(("math.", "time.", "random.", "os.", "warnings.", "logging.")):
+                return N
+            slots = (self.fa.options.external_passthrough or {}).get(q)
+            if slots:
+                return self._passthrough_kind(node, slots, q in self.fa.options.external_returns)
+            if q in self.fa.options.external_returns:
+                return T
+            if q.startswith("numpy."):
+                # Dynamo traces NumPy through torch: its results are tensors while compiling, so
+                # `if np.sqrt(2.0) > 1:` breaks the graph like any tensor condition (probed).
+                return N if q.rsplit(".", 1)[-1] in K.NUMPY_NON_ARRAY_FUNCS else T
+        if type(func) is cst.Attribute:
+            recv = func.value
+            meth = func.attr.value
+            if self.self_attr(func) is not None:
+                methods = self.class_info.methods if self.class_info else []
+                if meth in methods:
+                    key = f"{self.cls}.{meth}"
+                    slots = self._passthrough(key)
+                    if slots:
+                        return self._passthrough_kind(node, slots, self._returns_tensor(key))
+                    if self._returns_tensor(key):
+                        return T
+                    # `h = self.mix(h)` with `mix` left to subclasses: presumably a tensor in, a tensor out.
+                    if key in self.fa.abstract_methods and any(self.kind(a.value) in TENSORISH for a in node.args):
+                        return P
+                    return U
+                if meth in self.all_attrs and meth not in self.tensor_attrs:
+                    return T  # a submodule call
+                return U
+            submodule = self.self_attr(recv)
+            if (
+                submodule is not None
+                and self.class_info is not None
+                and submodule in self.class_info.attr_types
+                and submodule not in self.tensor_attrs
+                and any(self.kind(a.value) in TENSORISH for a in node.args)
+            ):
+                # `self.pe_layer.forward_with_coords(points, size)`: another method of a
+                # submodule, given a tensor: presumably a tensor
+                return P
+            rk = self.kind(recv)
+            if rk in TENSORISH:
+                if meth in K.SIZE_METHODS:
+                    return S
+                if meth in K.NON_TENSOR_METHODS:
+                    return N
+                if meth in K.BOOL_METHODS:
+                    return B
+                if rk == P and meth not in K.TENSOR_METHODS:
+                    return U  # `cache.get_seq_length()`: a presumed tensor that is not one
+                return T
+            if rk == S and meth in ("numel",):
+                return S
+            return U
+        if type(func) is cst.Name:
+            name = func.value
+            if name in self.local_types:
+                return T
+            if name in self.fa.local_functions:
+                key = f"{self.fa.summary.module}.{name}"
+                slots = self._passthrough(key)
+                if slots:
+                    return self._passthrough_kind(node, slots, self._returns_tensor(key))
+                return T if self._returns_tensor(key) else U
+            return U
+        if type(func) is cst.Subscript:
+            if self._submodule_list_ref(func.value) is not None:
+                return T
+        return U
+
+    def _passthrough_kind(self, node: cst.Call, slots: tuple, other_tensor: bool) -> str:
+        """Kind of a call of a function returning some of its parameters as they came: the
+        arguments' kinds there, joined (with a tensor when its other returns give one)."""
+        out = T if other_tensor else None
+        positional = []
+        for arg in node.args:
+            if arg.star:
+                return T if other_tensor else U
+            if arg.keyword is None:
+                positional.append(arg.value)
+        keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        for pos, name, default_kind in slots:
+            if name in keywords:
+                k = self.kind(keywords[name])
+            elif pos < len(positional):
+                k = self.kind(positional[pos])
+            else:
+                k = default_kind
+            out = k if out is None else join_kinds(out, k)
+        return out or U

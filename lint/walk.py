@@ -1,0 +1,620 @@
+"""The function walk: one function's live code in order (the eager side of is-compiling guards
+skipped), names bound to kinds as it goes, rules called for the node types they name. Kind
+inference (`lint.inference`) and call edges (`lint.callgraph`) are mixed into the walker."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from . import fastcst
+from . import kinds as K
+from .annotations import annotation_kind, type_comment_kinds
+from .callgraph import CallEdges
+from .inference import KindInference, int_only_params, merge_kinds, torch_non_tensor
+from .kinds import B, N, P, S, T, U, TENSORISH
+from .nodes import dotted, is_none, param_list
+from .summary import FunctionInfo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .filefacts import FileAnalyzer
+
+
+def _is_logical(node: cst.CSTNode) -> bool:
+    """`and` / `or` / `not`: the nodes static_truth combines its leaves' values through."""
+    return type(node) is cst.BooleanOperation or (type(node) is cst.UnaryOperation and type(node.operator) is cst.Not)
+
+
+def _combine_truth(node: cst.CSTNode, truths: list) -> Optional[bool]:
+    if type(node) is cst.UnaryOperation:  # `not`
+        return None if truths[0] is None else not truths[0]
+    left, right = truths
+    if type(node.operator) is cst.And:
+        if left is False or right is False:
+            return False
+        if left is True and right is True:
+            return True
+    else:
+        if left is True or right is True:
+            return True
+        if left is False and right is False:
+            return False
+    return None
+
+
+def _return_parts(node: cst.BaseExpression) -> list:
+    """The values a `return` may give: both sides of `a if c else b` and of `a or b`."""
+    if type(node) is cst.IfExp:
+        return _return_parts(node.body) + _return_parts(node.orelse)
+    if type(node) is cst.BooleanOperation and type(node.operator) is cst.Or:
+        return _return_parts(node.left) + _return_parts(node.right)
+    return [node]
+
+
+class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
+    """Walks one function's live code in order, tracking which names hold tensors, and runs rules."""
+
+    def __init__(
+        self,
+        fa: FileAnalyzer,
+        fn: cst.FunctionDef,
+        qualname: str,
+        cls: Optional[str],
+        info: Optional[FunctionInfo] = None,
+        probe_only: bool = False,
+    ):
+        super().__init__()
+        self.fa = fa
+        self.fn = fn
+        self.qual = qualname
+        self.cls = cls
+        self.info = info
+        self.probe_only = probe_only  # only infer whether the function returns a tensor
+        # What a probe walk read of the file's facts: return kinds (key -> truth) and the hints
+        # for its own parameters (see FileAnalyzer.run).
+        self.returns_read: dict[str, bool] = {}
+        self.passthrough_read: dict[str, tuple] = {}
+        self.hints_read: Optional[dict] = None
+        self.evidence_read: frozenset = frozenset()
+        # Parameters still bound to what the caller passed, and those with a `None` default whose
+        # use as a tensor this walk saw (see FileAnalyzer.param_evidence).
+        self.param_origin: set[str] = set()
+        self.optional_params: set[str] = set()
+        self.evidence: frozenset = frozenset()
+        # name -> (position without self, kind of the default) of each parameter
+        self.param_slots: dict[str, tuple] = {}
+        self.return_params: set[str] = set()  # parameters returned as they came in
+        self.env: dict[str, str] = {}
+        self.local_types: dict[str, tuple] = {}  # loop vars over submodule lists -> edge ref
+        self.returns_tensor = False
+        self.storing = False  # inside an assignment target
+        self.is_forward = fn.name.value == "forward" and cls is not None
+        self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
+        self.buffer_attrs = fa.buffer_attrs.get(cls, set()) if cls else set()
+        self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
+        self.rnn_attrs = fa.rnn_attrs_with_subclasses(cls) if cls else set()
+        self.lock_attrs = fa.lock_attrs.get(cls, set()) if cls else set()
+        self.lock_names = fa.lock_names
+        self._rule_state: dict[str, dict] = {}  # see rule_state
+        self.class_info = fa.summary.classes.get(cls) if cls else None
+        self.nested_defs: set[str] = set()
+        self.numpy_names: set[str] = set()  # names bound to NumPy values
+        # Ancestors of the node being checked, outermost first (statements included), so that a
+        # fix can find the statement and block around a finding.
+        self.stack: list[cst.CSTNode] = []
+        # Tests of the `if` statements whose body is being walked, outermost first.
+        self.branch_tests: list[cst.BaseExpression] = []
+        self._truth_memo: Optional[dict] = None  # static_truth of the `and` / `or` being visited
+        # Whitespace/punctuation node types no rule or hook looks at: the walk steps over them.
+        self.skip_types = fastcst.skippable(type(self), fa.rules_by_type)
+
+    # -- public helpers for rules --------------------------------------------------------
+    @property
+    def filename(self) -> str:
+        return self.fa.filename
+
+    @property
+    def module(self) -> cst.Module:
+        return self.fa.module
+
+    def qualname(self, node: cst.BaseExpression) -> Optional[str]:
+        d = dotted(node)
+        if d is None:
+            return None
+        head = d.split(".")[0]
+        if head in self.env or head in self.nested_defs:
+            return None  # a local variable shadows any import
+        return self.fa.resolve(d)
+
+    def call_name(self, node: cst.Call) -> Optional[str]:
+        return self.qualname(node.func)
+
+    def self_attr(self, node: cst.BaseExpression) -> Optional[str]:
+        """`attr` when node is `self.attr` (the method's own instance), else None."""
+        if type(node) is cst.Attribute and type(node.value) is cst.Name and self.env.get(node.value.value) == "SELF":
+            return node.attr.value
+        return None
+
+    def is_logger(self, node: cst.BaseExpression) -> bool:
+        d = dotted(node)
+        if d is None:
+            return False
+        if d in self.fa.logger_names:
+            return True
+        q = self.qualname(node)
+        return q in ("logging", "logging.root") or (d.split(".")[-1] in ("logger", "_logger", "LOGGER", "log"))
+
+    def rule_state(self, code: str) -> dict:
+        """A rule's scratch space for the function being walked (memos a rule keeps between
+        the nodes of one function), so no rule stores attributes on the context."""
+        state = self._rule_state.get(code)
+        if state is None:
+            state = self._rule_state[code] = {}
+        return state
+
+    def report(self, rule, node: cst.CSTNode, message: str, data: Optional[dict] = None, fix=None) -> None:
+        if self.probe_only:
+            return
+        self.fa.add_finding(node, rule.code, message, self.qual, data or {}, fix)
+
+    def passthrough_slots(self) -> tuple:
+        return tuple(sorted((self.param_slots[n][0], n, self.param_slots[n][1]) for n in self.return_params))
+
+    def read_facts_unchanged(self) -> bool:
+        """Would this probe walk read the same facts now?"""
+        fa = self.fa
+        return (
+            self.hints_read == fa.param_hints.get(self.qual, {})
+            and self.evidence_read == fa.param_evidence.get(self.qual, frozenset())
+            and all(bool(fa.returns_tensor.get(key)) == seen for key, seen in self.returns_read.items())
+            and all((fa.passthrough.get(key) or ()) == seen for key, seen in self.passthrough_read.items())
+        )
+
+    # -- walking --------------------------------------------------------------------------
+    def walk(self) -> None:
+        self._bind_params()
+        self._walk_block(self.fn.body)
+
+    def _bind_params(self) -> None:
+        params = param_list(self.fn.params)
+        is_method = self.cls is not None and not any(
+            dotted(d.decorator) == "staticmethod" for d in self.fn.decorators
+        )
+        tensor_by_default = self.is_forward or (self.info is not None and self.info.compile_root) or (
+            self.cls is None and self.fn.name.value in self.fa.compile_called_names
+        )
+        hints = dict(self.fa.param_hints.get(self.qual, {}))
+        evidence = self.fa.param_evidence.get(self.qual, frozenset())
+        if self.probe_only:
+            self.hints_read = dict(hints)
+            self.evidence_read = evidence
+        for slot, k in ((self.fa.options.external_hints or {}).get(self.qual) or {}).items():
+            slot = int(slot) if slot.isdigit() else slot
+            hints[slot] = P if P in (k, hints.get(slot)) else k
+        commented = type_comment_kinds(self.fn)
+        if commented is not None and len(commented) != len(params) - (1 if is_method else 0):
+            commented = None  # does not describe these parameters
+        for i, p in enumerate(params):
+            name = p.name.value
+            if i == 0 and is_method:
+                self.env[name] = "SELF" if name == "self" else N
+                continue
+            ak = annotation_kind(p.annotation)
+            pos = i - 1 if is_method else i
+            self.param_origin.add(name)
+            self.param_slots[name] = (pos, U if p.default is None else self.kind(p.default))
+            optional = p.default is not None and is_none(p.default)
+            if optional and ak is None:
+                self.optional_params.add(name)
+            if ak is None and commented is not None:
+                ak = commented[pos]
+            if ak is not None:
+                self.env[name] = ak
+            elif (pos in hints or name in hints) and (p.default is None or optional):
+                hinted = hints.get(pos) or hints.get(name)
+                self.env[name] = N if hinted == P and K.names_a_config_value(name) else hinted
+            elif tensor_by_default and (p.default is None or optional):
+                self.env[name] = N if K.names_a_config_value(name) else P
+            elif p.default is not None and not optional:
+                self.env[name] = N
+            else:
+                self.env[name] = U
+            if self.env[name] == P:
+                # A presumed tensor needs evidence when it may well be a flag or a number: a
+                # `None` default (`mask=None`, `causal=None`) takes a use as a tensor in the
+                # body; a parameter only ever used as an int (`range(n)`, `n == 1`) is one.
+                if optional and name not in evidence:
+                    self.env[name] = U
+                elif name in self._int_only_params():
+                    self.env[name] = N
+        for star in (self.fn.params.star_arg, self.fn.params.star_kwarg):
+            if type(star) is cst.Param:
+                self.env[star.name.value] = N
+
+    def _int_only_params(self) -> frozenset:
+        """Parameters of this function whose every use is one only an int has here: an argument
+        of `range()`, compared with int literals, a `dim=` / `axis=` keyword, an index of
+        `.shape`. A tensor used so would break the graph on every call, so code that runs
+        compiled does not do it: such a parameter is a Python number."""
+        key = id(self.fn)
+        found = self.fa._int_only.get(key)
+        if found is None:
+            found = self.fa._int_only[key] = int_only_params(self.fn)
+        return found
+
+    def _walk_block(self, suite: cst.BaseSuite) -> bool:
+        """Walk statements in order; returns True if the block surely left the function."""
+        stmts = suite.body if type(suite) is cst.IndentedBlock else [suite]
+        for stmt in stmts:
+            if self._walk_stmt(stmt):
+                return True
+        return False
+
+    def _walk_stmt(self, stmt: cst.CSTNode) -> bool:
+        if type(stmt) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
+            self.stack.append(stmt)
+            try:
+                for small in stmt.body:
+                    small.visit(self)
+                    if type(small) in (cst.Return, cst.Raise):
+                        return True
+            finally:
+                self.stack.pop()
+            return False
+        if type(stmt) is cst.If:
+            return self._walk_if(stmt)
+        if type(stmt) is cst.FunctionDef:
+            self.nested_defs.add(stmt.name.value)
+            saved = dict(self.env)
+            for p in param_list(stmt.params):
+                self.env[p.name.value] = T if annotation_kind(p.annotation) == T else U
+            was_returns = self.returns_tensor
+            self._walk_block(stmt.body)
+            self.returns_tensor = was_returns
+            self.env = saved
+            return False
+        if type(stmt) is cst.ClassDef:
+            return False
+        stmt.visit(self)
+        return False
+
+    def _walk_if(self, node: cst.If) -> bool:
+        static = self.static_truth(node.test)
+        if static is True:
+            return self._walk_block(node.body)
+        if static is False:
+            if node.orelse is None:
+                return False
+            if type(node.orelse) is cst.If:
+                return self._walk_if(node.orelse)
+            return self._walk_block(node.orelse.body)
+        self.stack.append(node)
+        self._dispatch(node)
+        node.test.visit(self)
+        self.stack.pop()
+        before = dict(self.env)
+        self.branch_tests.append(node.test)
+        try:
+            body_exits = self._walk_block(node.body)
+        finally:
+            self.branch_tests.pop()
+        after_body = self.env
+        self.env = dict(before)
+        else_exits = False
+        if node.orelse is not None:
+            if type(node.orelse) is cst.If:
+                else_exits = self._walk_if(node.orelse)
+            else:
+                else_exits = self._walk_block(node.orelse.body)
+        self.env = merge_kinds(after_body, self.env) if not body_exits else self.env
+        return body_exits and else_exits
+
+    def static_truth(self, test: cst.BaseExpression, memo: Optional[dict] = None) -> Optional[bool]:
+        """Value of a test while Dynamo traces: True/False for is_compiling-style guards, else None.
+        `memo`: results for the `and` / `or` / `not` nodes of one expression, by id (see
+        visit_BooleanOperation: each node of an N-term chain asks about its left side, which
+        without it walks that side again, N squared in all). Worked out with a stack of its own,
+        not recursion: such a chain nests N deep."""
+        if not _is_logical(test):
+            return self._leaf_truth(test)
+        values = memo if memo is not None else {}
+        stack = [test]
+        while stack:
+            node = stack[-1]
+            found = values.get(id(node))
+            if found is not None and found[0] is node:
+                stack.pop()
+                continue
+            operands = (node.left, node.right) if type(node) is cst.BooleanOperation else (node.expression,)
+            pending = [o for o in operands if _is_logical(o) and (values.get(id(o)) or (None,))[0] is not o]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            truths = [values[id(o)][1] if _is_logical(o) else self._leaf_truth(o) for o in operands]
+            values[id(node)] = (node, _combine_truth(node, truths))
+        return values[id(test)][1]
+
+    def _leaf_truth(self, test: cst.BaseExpression) -> Optional[bool]:
+        if type(test) is cst.Call and not test.args:
+            q = self.qualname(test.func)
+            if q is None:
+                return None
+            last = q.rsplit(".", 1)[-1]
+            if q in K.IS_COMPILING_NAMES or last in K.IS_COMPILING_HELPER_NAMES or last in self.fa.options.is_compiling_functions or q in self.fa.options.is_compiling_functions:
+                return True
+            if q in K.IS_SCRIPTING_NAMES:
+                return False
+        return None
+
+    # -- visitor hooks ----------------------------------------------------------------------
+    def _dispatch(self, node: cst.CSTNode) -> None:
+        if self.probe_only:
+            return
+        for rule in self.fa.rules_by_type.get(type(node), ()):
+            rule.check(node, self)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        node_type = type(node)  # concrete libcst classes: cheaper than isinstance on their ABCs
+        if node_type is cst.FunctionDef or node_type is cst.ClassDef or node_type is cst.Lambda:
+            return False
+        if node_type is cst.If:
+            self._walk_if(node)
+            return False
+        if node_type is cst.IndentedBlock:
+            # Compound statements other than If: walk their blocks statement by statement.
+            self._walk_block(node)
+            return False
+        self._dispatch(node)
+        self.stack.append(node)
+        visit_hook = fastcst.hook(type(self), type(node), "visit")
+        if visit_hook is not None and visit_hook(self, node) is False:
+            self.stack.pop()
+            return False
+        # Visit the children here, in libcst's order, and tell libcst not to: its traversal
+        # rebuilds every node it passes through, which cost most of the analysis time.
+        skip_types = self.skip_types
+        for child in fastcst.children(node):
+            if type(child) in skip_types:
+                continue
+            self.on_visit(child)  # always False: it has walked the child's children itself
+            self.on_leave(child)
+        return False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self.stack and self.stack[-1] is original_node:
+            self.stack.pop()
+        leave_hook = fastcst.hook(type(self), type(original_node), "leave")
+        if leave_hook is not None:
+            leave_hook(self, original_node)
+
+    @property
+    def statement(self) -> Optional[cst.CSTNode]:
+        """The innermost simple statement line (or compound statement header) being checked."""
+        for node in reversed(self.stack):
+            if type(node) in (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.While, cst.For):
+                return node
+        return None
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        node.value.visit(self)
+        value_kind = self.kind(node.value)
+        for t in node.targets:
+            self._bind(t.target, node.value, value_kind)
+            self._visit_target(t.target)
+        return False
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        if node.value is not None:
+            node.value.visit(self)
+            self._bind(node.target, node.value, self.kind(node.value))
+        self._visit_target(node.target)
+        return False
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        node.value.visit(self)
+        if type(node.target) is cst.Name:
+            self.param_origin.discard(node.target.value)
+            vk = self.kind(node.value)
+            cur = self.env.get(node.target.value, U)
+            if vk in TENSORISH or cur in TENSORISH:
+                self.env[node.target.value] = T
+        self._visit_target(node.target)
+        return False
+
+    def _visit_target(self, target: cst.BaseExpression) -> None:
+        self.storing = True
+        try:
+            target.visit(self)
+        finally:
+            self.storing = False
+
+    def visit_For(self, node: cst.For) -> bool:
+        node.iter.visit(self)
+        it = node.iter
+        elem = U
+        ik = self.kind(it)
+        if ik in TENSORISH:
+            elem = T
+        self._bind(node.target, None, elem)
+        self._bind_zipped(node.target, it)
+        ref = self._submodule_list_ref(it)
+        if ref is not None and type(node.target) is cst.Name:
+            self.local_types[node.target.value] = ref
+        if type(it) is cst.Call and self.qualname(it.func) == "enumerate" and it.args:
+            ref = self._submodule_list_ref(it.args[0].value)
+            if ref is not None and type(node.target) is cst.Tuple and len(node.target.elements) == 2:
+                t2 = node.target.elements[1].value
+                if type(t2) is cst.Name:
+                    self.local_types[t2.value] = ref
+        before = dict(self.env)
+        self._walk_block(node.body)
+        self.env = merge_kinds(before, self.env)
+        if node.orelse is not None:
+            self._walk_block(node.orelse.body)
+        return False
+
+    def _bind_zipped(self, target: cst.BaseExpression, it: cst.BaseExpression) -> None:
+        """`for a, b in zip(x, y)` / `for i, row in enumerate(x)`: iterating a tensor yields
+        tensors (its rows), so each name taken from a tensor is one; a presumed tensor gives a
+        presumed one. Other sources (lists, ranges) stay unknown."""
+        if not (type(it) is cst.Call and type(target) in (cst.Tuple, cst.List)):
+            return
+        q = self.qualname(it.func)
+        names = [e.value for e in target.elements]
+        if q == "zip" and len(it.args) == len(names) and not any(a.star for a in it.args):
+            pairs = [(n, a.value) for n, a in zip(names, it.args)]
+        elif q == "enumerate" and it.args and len(names) == 2 and not it.args[0].star:
+            pairs = [(names[1], it.args[0].value)]
+        else:
+            return
+        for name, source in pairs:
+            k = self.kind(source)
+            if type(name) is cst.Name and k in TENSORISH:
+                self._bind(name, None, P if k == P else T)
+
+    def visit_While(self, node: cst.While) -> bool:
+        node.test.visit(self)
+        before = dict(self.env)
+        self._walk_block(node.body)
+        self.env = merge_kinds(before, self.env)
+        if node.orelse is not None:
+            self._walk_block(node.orelse.body)
+        return False
+
+    def visit_With(self, node: cst.With) -> bool:
+        for item in node.items:
+            item.item.visit(self)
+            if item.asname is not None:
+                self._bind(item.asname.name, item.item, U)
+        self._walk_block(node.body)
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is None:
+            return
+        for part in _return_parts(node.value):
+            if type(part) is cst.Name and part.value in self.param_origin:
+                self.return_params.add(part.value)  # its kind is the caller's argument's
+                continue
+            k = self.kind(part)
+            if k in TENSORISH:
+                self.returns_tensor = True
+            elif type(part) is cst.Tuple and any(self.is_tensor(e.value) for e in part.elements):
+                self.returns_tensor = True
+
+    def visit_IfExp(self, node: cst.IfExp) -> bool:
+        static = self.static_truth(node.test)
+        if static is True:
+            node.body.visit(self)
+            return False
+        if static is False:
+            node.orelse.visit(self)
+            return False
+        return True
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
+        # One memo per outermost `and` / `or` (the stack's top is node itself): the nodes of an
+        # expression keep their values while it is visited (no statement runs in between).
+        if len(self.stack) < 2 or type(self.stack[-2]) is not cst.BooleanOperation or self._truth_memo is None:
+            self._truth_memo = {}
+        left = self.static_truth(node.left, self._truth_memo)
+        if (left is False and type(node.operator) is cst.And) or (left is True and type(node.operator) is cst.Or):
+            return False  # right side never runs while compiling
+        return True
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        node.iter.visit(self)
+        elem = T if self.is_tensor(node.iter) else U
+        self._bind(node.target, None, elem)
+
+    def _note_evidence(self, node: cst.BaseExpression) -> None:
+        if type(node) is cst.Name and node.value in self.optional_params and node.value in self.param_origin:
+            self.evidence = self.evidence | {node.value}
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        # `mask[:, None, :, None]`, `bias[..., 0]`: indexing only arrays and tensors allow
+        if self.optional_params and len(node.slice) >= 2:
+            for el in node.slice:
+                inner = el.slice
+                if type(inner) is cst.Slice or (
+                    type(inner) is cst.Index and (is_none(inner.value) or type(inner.value) is cst.Ellipsis)
+                ):
+                    self._note_evidence(node.value)
+                    return
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if type(node.operator) is cst.BitInvert:  # `~mask`
+            self._note_evidence(node.expression)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        # `keep & mask`, `attn @ bias` with a tensor for sure (not `x * scale`: numbers do that)
+        if self.optional_params and type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor, cst.MatrixMultiply):
+            if self.kind(node.right) in (T, B):
+                self._note_evidence(node.left)
+            if self.kind(node.left) in (T, B):
+                self._note_evidence(node.right)
+
+    def _note_call_evidence(self, node: cst.Call) -> None:
+        func = node.func
+        if type(func) is cst.Attribute:
+            if func.attr.value in K.TENSOR_EVIDENCE_METHODS:
+                self._note_evidence(func.value)  # `mask.float()`, `bias.masked_fill(...)`
+            if func.attr.value in K.TENSOR_ARG_METHODS and node.args and self.kind(func.value) in TENSORISH:
+                self._note_evidence(node.args[0].value)  # `x.masked_fill(mask, 0.0)`
+                return
+        q = self.qualname(func)
+        if q is not None and q.startswith("torch.") and not torch_non_tensor(q) and (
+            not q.startswith("torch.nn.") or q.startswith("torch.nn.functional.")
+        ):
+            # the input of a torch op (`torch.where(mask, ...)`, `F.pad(mask, ...)`), or a
+            # tensor keyword (`attn_mask=mask`); not other positions, often numbers (`p`, `dim`)
+            for i, arg in enumerate(node.args):
+                if (i == 0 and arg.keyword is None) or (
+                    arg.keyword is not None and arg.keyword.value in ("input", "mask", "condition", "attn_mask")
+                ):
+                    self._note_evidence(arg.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.optional_params:
+            self._note_call_evidence(node)
+        if self.probe_only:
+            self._record_call_site(node)
+            return
+        if self.info is None:
+            return
+        edge = self._edge_for(node)
+        if edge is not None and edge not in self.info.edges:
+            self.info.edges.append(edge)
+
+    def visit_Import(self, node) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node) -> bool:
+        return False
+
+    # -- binding and kinds ------------------------------------------------------------------
+    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], value_kind: str) -> None:
+        if type(target) is cst.Name:
+            self.env[target.value] = value_kind
+            self.param_origin.discard(target.value)
+            self.local_types.pop(target.value, None)
+            if value is not None and self.is_numpy(value):
+                self.numpy_names.add(target.value)
+            else:
+                self.numpy_names.discard(target.value)
+        elif type(target) in (cst.Tuple, cst.List):
+            elems = [e.value for e in target.elements]
+            if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elems):
+                for t, v in zip(elems, value.elements):
+                    self._bind(t, v.value, self.kind(v.value))
+            else:
+                # `b, n, _ = x.shape`, `h, w = x.size()[-2:]`: sizes; `q, k = x.chunk(2)`: tensors
+                k = value_kind if value_kind == S or (value_kind in (T, B) and self._unpacks_tensors(value)) else U
+                if k == B:
+                    k = T
+                for t in elems:
+                    self._bind(t, None, k)
+        elif type(target) is cst.StarredElement:
+            self._bind(target.value, None, U)
