@@ -543,8 +543,13 @@ def test_a_break_inside_torch_is_placed_at_the_user_frame_that_led_there():
                f'  File "{module}", line 1778, in _wrapped_call_impl\n    return self._call_impl(*args, **kwargs)\n'
                '  File "/proj/model.py", line 12, in forward\n    lin = nn.Linear(4, 4)\n'
                f'  File "{linear}", line 108, in __init__\n    self.weight = Parameter(...)\n')
-    entry = DynamoLog(trace=False)._parse_break(message)
+    log = DynamoLog(trace=False)
+    entry = log._parse_break(message)
     assert (entry["filename"], entry["lineno"]) == ("/proj/model.py", 12)
+    # The same break again comes without its traceback ("user stack suppressed"): same user line.
+    again = log._parse_break(f"Graph break (user stack suppressed due to duplicate graph break) in user code at {linear}:108\n"
+                             "Graph Break Reason: Attempted to use `torch.nn.Parameter()` constructor with Dynamo\n")
+    assert (again["filename"], again["lineno"]) == ("/proj/model.py", 12)
     # A break in user code keeps its own place.
     own = DynamoLog(trace=False)._parse_break("Graph break in user code at /proj/model.py:20\nGraph Break Reason: x\n")
     assert (own["filename"], own["lineno"]) == ("/proj/model.py", 20)

@@ -196,6 +196,9 @@ class DynamoLog(logging.Handler):
         self.skips: list[dict] = []
         self.traced: dict[str, set[int]] = {}
         self._real: dict[str, Optional[str]] = {}
+        # Break places in torch's own code -> the user frame an earlier message traced them to
+        # (Dynamo suppresses the traceback when the same break comes again).
+        self._torch_sites: dict[tuple, tuple] = {}
         self._registry: Optional[dict] = None
 
     # -- setup
@@ -292,7 +295,9 @@ class DynamoLog(logging.Handler):
             frames = [(self._path(f), int(n)) for f, n in _FRAME.findall(tail)]
             outside = [(f, n) for f, n in frames if f and not f.startswith(tdir)]
             if outside:
+                self._torch_sites[(filename, lineno)] = outside[-1]
                 return outside[-1]
+            return self._torch_sites.get((filename, lineno), (filename, lineno))
         return filename, lineno
 
     def _parse_break(self, message: str) -> dict:
