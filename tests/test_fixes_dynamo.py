@@ -285,3 +285,22 @@ def test_item_deciding_a_branch_has_no_break_free_rewrite():
     result = fix_source(source, "encoder.py", ALL, unsafe=True)
     assert result.text == source and result.remaining
 
+
+
+@pytest.mark.torch
+def test_print_made_reorderable_is_called_after_the_graph_instead_of_breaking(capsys):
+    """DYN101's advice: `reorderable_logging_functions.add(print)` keeps the print, without a break."""
+    import torch
+    import torch._dynamo
+
+    def f(x):
+        y = x * 2
+        print("total", y.sum())
+        return y + 1
+
+    for reorderable, graphs in ((set(), 2), ({print}, 1)):
+        torch._dynamo.reset()
+        with torch._dynamo.config.patch(reorderable_logging_functions=reorderable):
+            explained = torch._dynamo.explain(f)(torch.ones(3))
+        assert explained.graph_count == graphs, explained.break_reasons
+        assert "total tensor(6.)" in capsys.readouterr().out
