@@ -133,9 +133,9 @@ def _ast_parses(text: str) -> bool:
 
 
 def _cst_parses(text: str) -> bool:
-    from dynalint.lint.deep import call_deep, python_rejects
+    from dynalint.lint.deep import call_deep, rejects
 
-    if python_rejects(text) is not None:
+    if rejects(text) is not None:
         return False
     try:
         call_deep(cst.parse_module, text)  # deep code parses on a large stack (lint/deep.py)

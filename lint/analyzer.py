@@ -50,9 +50,9 @@ __all__ = [
 def prepare(source: str, filename: str, module_name: str, is_package: bool) -> None:
     """Parse `source` and scan its module level as `analyze_source` would, keeping both for the
     analyses of the same text that follow (forked workers inherit them)."""
-    from .deep import call_deep, python_rejects
+    from .deep import call_deep, rejects
 
-    if python_rejects(source) is not None:
+    if rejects(source) is not None:
         return  # the analysis reports it
     try:
         call_deep(_prepare, source, filename, module_name, is_package)
@@ -75,13 +75,14 @@ def analyze_source(
     options: Optional[AnalyzerOptions] = None,
 ) -> FileSummary:
     """One file's summary. Deep but valid code is analysed on a large-stack thread
-    (`lint.deep`); what Python itself refuses as too deep is DYN001 before libcst sees it."""
-    from .deep import call_deep, python_rejects
+    (`lint.deep`); what Python itself refuses as too deep is DYN001 before libcst sees it, and
+    an `and`/`or` chain deeper than libcst's tree can be analysed is DYN002, also before."""
+    from .deep import call_deep, rejects
 
     options = options or AnalyzerOptions()
-    reason = python_rejects(source)
-    if reason is not None:
-        return file_finding_summary(filename, module_name, reason)
+    rejected = rejects(source)
+    if rejected is not None:
+        return file_finding_summary(filename, module_name, rejected[1], code=rejected[0])
     try:
         return call_deep(_analyze_parsed, source, filename, module_name, is_package, options)
     except RecursionError:

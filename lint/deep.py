@@ -111,7 +111,19 @@ def rejects(source: str) -> Optional[tuple[str, str]]:
     """(code, reason) for a file too deep to analyse, when the file looks as if it might nest
     deeply (deep brackets, a very long line, tens of thousands of `and`/`or`): DYN001 with
     Python's own reason when Python refuses it, DYN002 when Python accepts it but libcst would
-    nest it deeper than MAX_LIBCST_DEPTH; None otherwise."""
+    nest it deeper than MAX_LIBCST_DEPTH; None otherwise. The last answer is kept: a run asks
+    about the same text before parsing it (`prepare`) and before analysing it."""
+    if _last_rejects[0] is source:
+        return _last_rejects[1]
+    found = _rejects(source)
+    _last_rejects[:] = [source, found]
+    return found
+
+
+_last_rejects: list = [None, None]
+
+
+def _rejects(source: str) -> Optional[tuple[str, str]]:
     bool_words = source.count(" and ") + source.count(" or ")
     if bool_words < MAX_LIBCST_DEPTH and not _may_be_too_deep(source):
         return None

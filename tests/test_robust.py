@@ -270,6 +270,20 @@ def test_an_and_chain_too_deep_for_libcst_is_found_before_parsing():
     assert deep.rejects("y = " + " + ".join(["x"] * 100_000) + "\n")[0] == "DYN001"
 
 
+def test_a_file_too_deep_for_libcst_is_a_finding_without_parsing_it(monkeypatch):
+    from dynalint.lint import analyzer, deep
+
+    def refuse(source):
+        raise AssertionError("libcst must not see it")
+
+    monkeypatch.setattr(analyzer, "parse_cached", refuse)
+    source = _deep_and_chain(deep.MAX_LIBCST_DEPTH + 10)
+    analyzer.prepare(source, "m.py", "m", False)
+    summary = analyzer.analyze_source(source, "m.py")
+    [finding] = summary.findings
+    assert finding.code == "DYN002" and "levels deep for libcst" in finding.message
+
+
 # -- fixes never break an import ------------------------------------------------------------------
 
 NO_TORCH_UTILS = '''\
