@@ -9,6 +9,7 @@ Per-file cost should grow linearly: the CPU seconds per 10k lines should stay ab
     python bench/big_file.py --lines 200000        # one size
     python bench/big_file.py --bool-chain 20000    # one forward testing `x0 and x1 and ...` (20,000 terms)
     python bench/big_file.py --assert-chain 2000   # one forward asserting `x0.sum() > 0 and ...` (2,000 terms)
+    python bench/big_file.py --lines 20000 --phases  # where one file's time goes (in this process)
 
 `--bool-chain N` writes one deep expression instead: a forward whose `if` tests an N-term
 `and` chain of comparisons on its tensor argument (libcst nests it N levels deep), so a step that
@@ -98,6 +99,74 @@ def assert_chain_file(terms: int) -> str:
     )
 
 
+def phases(text: str) -> dict[str, float]:
+    """CPU seconds of each phase of one file's analysis, in this process, with the cycle collector
+    off as `dynalint check` runs it: libcst's parse, then the analyzer's steps (its methods timed
+    where they are called; "kind inference" is the rest of the analysis: the two passes over every
+    function that only infer kinds)."""
+    import gc
+
+    from dynalint.lint import analyzer, fastcst
+    from dynalint.lint.deep import call_deep
+
+    times: dict[str, float] = {}
+    active: set = set()
+
+    def timed(name, fn):
+        def wrapper(*args, **kwargs):
+            if name in active:  # a recursive call: its time is in the outer one's
+                return fn(*args, **kwargs)
+            active.add(name)
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                times[name] = times.get(name, 0.0) + time.process_time() - start
+                active.discard(name)
+
+        return wrapper
+
+    fa_cls = analyzer.FileAnalyzer
+    steps = {
+        "module scans": "scan_module_level",
+        "class tables": "_declare",
+        "rules' walk": "_visit_function",
+        "positions and fixes": "_resolve_positions",
+    }
+    saved = {attr: getattr(fa_cls, attr) for attr in steps.values()}
+    saved_positions = fastcst.positions
+    for name, attr in steps.items():
+        setattr(fa_cls, attr, timed(name, saved[attr]))
+    fastcst.positions = timed("  of which positions", saved_positions)
+
+    def run() -> None:
+        start = time.process_time()
+        module = analyzer.parse_unvalidated(text)
+        times["libcst parse"] = time.process_time() - start
+        start = time.process_time()
+        fa = fa_cls(module, "big.py", "big", False, analyzer.AnalyzerOptions())
+        fa.source = text
+        summary = fa.run()
+        times["analysis"] = time.process_time() - start
+        start = time.process_time()
+        summary.to_cache()
+        times["summary"] = time.process_time() - start
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        call_deep(run)
+    finally:
+        if was_enabled:
+            gc.enable()
+        for attr, fn in saved.items():
+            setattr(fa_cls, attr, fn)
+        fastcst.positions = saved_positions
+    times["kind inference"] = times["analysis"] - sum(times.get(name, 0.0) for name in steps)
+    order = ["libcst parse", "module scans", "class tables", "kind inference", "rules' walk", "positions and fixes", "  of which positions", "summary"]
+    return {name: times.get(name, 0.0) for name in order}
+
+
 def measure(path: Path, jobs: int) -> tuple[float, float, int, int]:
     """(wall s, CPU s, peak RSS MiB, findings) of one cold `dynalint check` of path."""
     cli = "import sys; from dynalint.cli import main; sys.exit(main())"
@@ -123,6 +192,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, action="append", help="file sizes in lines (repeatable)")
     parser.add_argument("--bool-chain", type=int, action="append", help="terms of one `and` chain (repeatable)")
     parser.add_argument("--assert-chain", type=int, action="append", help="terms of one asserted `and` chain (repeatable)")
+    parser.add_argument("--phases", action="store_true", help="split one analysis into its phases, in this process")
     parser.add_argument("-j", "--jobs", type=int, default=1)
     args = parser.parse_args()
     cases = [("lines", n, model_file(n)) for n in args.lines or ()]
@@ -130,6 +200,14 @@ def main() -> None:
     cases += [("asserted", n, assert_chain_file(n)) for n in args.assert_chain or ()]
     if not cases:
         cases = [("lines", n, model_file(n)) for n in (10_000, 20_000, 50_000)]
+    if args.phases:
+        for unit, n, text in cases:
+            print(f"{n} {unit}: CPU s per phase (in process, cycle collector off)")
+            split = phases(text)
+            for name, seconds in split.items():
+                print(f"  {name:<22} {seconds:7.2f}")
+            print(f"  {'total':<22} {sum(v for k, v in split.items() if not k.startswith(' ')):7.2f}")
+        return
     print(f"{'size':>17} {'MB':>6} {'wall s':>8} {'CPU s':>8} {'CPU s/10k':>10} {'peak MiB':>9} {'findings':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         for unit, n, text in cases:
