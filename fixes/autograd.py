@@ -15,12 +15,13 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE
 from dynalint.lint import fastcst
+from dynalint.lint.rule import RuleContext
 
 from .base import guarded, insert_at, make_fix
 
 
-def duplicate_input_fix(ctx, duplicate: cst.Arg, code: str = "DYN141"):
-    if ctx.probe_only or "mark_dirty" in fastcst.source_of(ctx.module):
+def duplicate_input_fix(ctx: RuleContext, duplicate: cst.Arg, code: str = "DYN141"):
+    if "mark_dirty" in fastcst.source_of(ctx.module):
         return None
     value = duplicate.value
     atomic = isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) and not value.lpar

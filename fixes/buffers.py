@@ -20,6 +20,7 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE
 from dynalint.lint.fastcst import iter_nodes
+from dynalint.lint.rule import RuleContext
 
 from .base import guarded, make_fix, replace_node, source_info
 from .variables import variable_names
@@ -52,8 +53,8 @@ def _attr_nodes(root: cst.CSTNode, attr: str, skip_scopes: bool):
     return found, nested
 
 
-def buffer_local_fix(ctx, assign: cst.Assign, attr: str, code: str = "DYN142"):
-    if ctx.probe_only or len(assign.targets) != 1:
+def buffer_local_fix(ctx: RuleContext, assign: cst.Assign, attr: str, code: str = "DYN142"):
+    if len(assign.targets) != 1:
         return None
     fn = ctx.fn
     info = source_info(ctx.module, fn)

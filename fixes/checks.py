@@ -28,16 +28,17 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint import fastcst
+from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
 from .where import _mentions_numpy, definite_tensor_test
 
 
-def raise_check_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
+def raise_check_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str = "DYN120"):
     """A fix for `if <tensor test>: raise ...` (reported: the tensor test or the operand of its
     `not`, or the tensor operand of `<flag> and <tensor test>`)."""
-    if ctx.probe_only or _mentions_numpy(reported, ctx) or not definite_tensor_test(reported, ctx):  # _assert_async takes tensors
+    if _mentions_numpy(reported, ctx) or not definite_tensor_test(reported, ctx):  # _assert_async takes tensors
         return None
     info = source_info(ctx.module, ctx.fn)
     plan = _plan(info, ctx, reported)
@@ -46,7 +47,7 @@ def raise_check_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
     return guarded(code, lambda positions, module: _rewrite(info, positions, *plan))
 
 
-def _plan(info: SourceInfo, ctx, reported):
+def _plan(info: SourceInfo, ctx: RuleContext, reported):
     """(if statement, guard kept as an `if` or None, tensor test, negated, raise statement)."""
     test, negated = reported, False
     owner = info.parent(reported)
@@ -77,7 +78,7 @@ def _plan(info: SourceInfo, ctx, reported):
     return owner, guard, reported, negated, smalls[0]
 
 
-def _has_tensor_test(node, ctx) -> bool:
+def _has_tensor_test(node, ctx: RuleContext) -> bool:
     if isinstance(node, cst.BooleanOperation):
         return _has_tensor_test(node.left, ctx) or _has_tensor_test(node.right, ctx)
     if isinstance(node, cst.UnaryOperation):
@@ -155,11 +156,9 @@ def _rewrite(info: SourceInfo, positions, node: cst.If, guard, test, negated: bo
 # does for any `assert` on a tensor. Probed on torch 2.13: 1 break before, 0 after.
 
 
-def assert_split_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
+def assert_split_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str = "DYN120"):
     """A fix for a tensor operand (or the operand of its `not`) of an `and` chain that is an
     assert statement's whole test."""
-    if ctx.probe_only:
-        return None
     info = source_info(ctx.module, ctx.fn)
     node = reported
     parent = info.parent(node)

@@ -36,6 +36,7 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.kinds import TENSORISH
+from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, guarded, make_fix, source_info
 from .imports import torch_reference
@@ -61,8 +62,8 @@ VIEW_FUNCTIONS = frozenset(
 )
 
 
-def cond_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
-    if ctx.probe_only or _mentions_numpy(reported, ctx) or not definite_tensor_test(reported, ctx):
+def cond_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str = "DYN120"):
+    if _mentions_numpy(reported, ctx) or not definite_tensor_test(reported, ctx):
         return None
     info = source_info(ctx.module, ctx.fn)
     plan = _plan(info, ctx, reported)
@@ -82,7 +83,7 @@ class Plan:
         self.returns = returns  # the return form
 
 
-def _plan(info: SourceInfo, ctx, reported) -> Optional[Plan]:
+def _plan(info: SourceInfo, ctx: RuleContext, reported) -> Optional[Plan]:
     test, negated = reported, False
     owner = info.parent(reported)
     if isinstance(owner, cst.UnaryOperation) and isinstance(owner.operator, cst.Not) and owner.expression is reported:
@@ -158,7 +159,7 @@ def _plan(info: SourceInfo, ctx, reported) -> Optional[Plan]:
     return Plan(replaced, reported, negated, arms, outputs, operands, returns)
 
 
-def _same_outputs(ctx, arms: list, outputs: list, returns: bool) -> bool:
+def _same_outputs(ctx: RuleContext, arms: list, outputs: list, returns: bool) -> bool:
     """Do both branches provably return tensors of one shape and dtype (fixes/shapes.py)?
     `torch.cond` raises at the first call otherwise."""
     envs = [_signatures(ctx, arm[:-1] if returns else arm) for arm in arms]
@@ -172,7 +173,7 @@ def _same_outputs(ctx, arms: list, outputs: list, returns: bool) -> bool:
     return all(same_shape_and_dtype(x, y, ctx, envs[0], envs[1]) for x, y in pairs)
 
 
-def _signatures(ctx, arm: list) -> dict:
+def _signatures(ctx: RuleContext, arm: list) -> dict:
     """Signatures (fixes/shapes.py) of the names an arm assigns, after its statements (None for
     names unpacked from a tuple: unknown)."""
     env: dict = {}
@@ -194,7 +195,7 @@ NON_TENSOR_METHODS = frozenset(
 )
 
 
-def _is_tensor(ctx, value: cst.BaseExpression, local: set) -> bool:
+def _is_tensor(ctx: RuleContext, value: cst.BaseExpression, local: set) -> bool:
     """A tensor: as the lint knows it, or computed from a tensor the branch assigned."""
     if ctx.is_tensor(value):
         return True
@@ -211,7 +212,7 @@ def _is_tensor(ctx, value: cst.BaseExpression, local: set) -> bool:
     return False
 
 
-def _local_tensors(ctx, arm: list) -> set:
+def _local_tensors(ctx: RuleContext, arm: list) -> set:
     """Names an arm's assignments leave holding tensors (by the assigned expressions)."""
     local: set = set()
     for stmt in arm:
@@ -249,7 +250,7 @@ def _return_value(arm: list) -> cst.BaseExpression:
     return arm[-1].body[0].value
 
 
-def _plain_arm(ctx, arm: list, returns: bool) -> bool:
+def _plain_arm(ctx: RuleContext, arm: list, returns: bool) -> bool:
     """Assignments to names only (and a final return in the return form), nothing with effects."""
     for k, stmt in enumerate(arm):
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
@@ -280,7 +281,7 @@ def _names_only(target) -> bool:
     return False
 
 
-def _effect_free_calls(ctx, value: cst.CSTNode) -> bool:
+def _effect_free_calls(ctx: RuleContext, value: cst.CSTNode) -> bool:
     """No in-place or host-side calls, no tensor tests, no lambdas or generators under value."""
     stack = [value]
     while stack:
@@ -357,7 +358,7 @@ def _names_outside(fn: cst.FunctionDef, skip: cst.CSTNode) -> set:
     return out
 
 
-def _bound_before(info: SourceInfo, ctx, name: str, node: cst.CSTNode) -> bool:
+def _bound_before(info: SourceInfo, ctx: RuleContext, name: str, node: cst.CSTNode) -> bool:
     """A parameter, or a name some statement before node (in source order) binds."""
     params = ctx.fn.params
     if any(p.name.value == name for p in [*params.posonly_params, *params.params, *params.kwonly_params]):
@@ -395,7 +396,7 @@ def _before(info: SourceInfo, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return index.get(id(a), 1 << 60) < index.get(id(b), -1)
 
 
-def _fresh_value(value: cst.BaseExpression, ctx) -> bool:
+def _fresh_value(value: cst.BaseExpression, ctx: RuleContext) -> bool:
     """value is a new tensor, never an input or a view of one."""
     if isinstance(value, FRESH_OPERATORS):
         return True
@@ -430,7 +431,7 @@ def _last_values(arm: list) -> dict:
     return out
 
 
-def _rewrite(info: SourceInfo, positions, ctx, plan: Plan):
+def _rewrite(info: SourceInfo, positions, ctx: RuleContext, plan: Plan):
     torch, import_edits = torch_reference(info, positions)
     first, last = plan.node[0], plan.node[-1]
     start, end = positions[first].start, positions[last].end
@@ -474,7 +475,7 @@ def _rewrite(info: SourceInfo, positions, ctx, plan: Plan):
     return make_fix(UNSAFE, f"Replace the branch with `{torch}.cond` over local functions", import_edits + [edit])
 
 
-def _output_text(info: SourceInfo, positions, ctx, value: cst.BaseExpression) -> str:
+def _output_text(info: SourceInfo, positions, ctx: RuleContext, value: cst.BaseExpression) -> str:
     if isinstance(value, cst.Tuple):
         parts = [_output_text(info, positions, ctx, e.value) for e in value.elements]
         return ", ".join(parts) + ("," if len(parts) == 1 else "")

@@ -8,6 +8,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dynalint.findings import UNSAFE
+from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, guarded, make_fix, source_info
 from .imports import debugger_import_names, name_uses, unused_debugger_imports
@@ -16,9 +17,7 @@ from .statements import delete_statements, replace_small_statement_with_pass
 REGISTRY = "debugger"
 
 
-def debugger_fix(ctx, call: cst.Call, code: str = "DYN102"):
-    if ctx.probe_only:
-        return None
+def debugger_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN102"):
     stmt = ctx.statement
     if not isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
         return None

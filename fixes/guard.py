@@ -18,6 +18,7 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import NOQA, SAFE, UNSAFE
+from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, guarded, insert_at, insert_line_before, make_fix, source_info
 from .imports import imports_torch, is_compiling_helper, torch_reference
@@ -27,11 +28,9 @@ IS_COMPILING_LAST_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_
 REGISTRY = "guard"
 
 
-def guard_fix(ctx, call: cst.Call, code: str):
+def guard_fix(ctx: RuleContext, call: cst.Call, code: str):
     """Fix generator for a print / logging / warnings call; None when the call is not a statement
     of its own in an indented block (`x = print(...)`, `if c: print(...)` on one line)."""
-    if ctx.probe_only:
-        return None
     stmt = ctx.statement
     if not _is_call_statement(stmt, call):
         return None

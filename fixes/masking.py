@@ -34,6 +34,7 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE
 from dynalint.lint.kinds import Kind
+from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, guarded, make_fix, replace_node, source_info
 from .imports import torch_reference
@@ -42,9 +43,7 @@ from .purity import is_number, pure
 ELEMENTWISE = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
 
-def mask_fix(ctx, node: cst.CSTNode, code: str = "DYN130"):
-    if ctx.probe_only:
-        return None
+def mask_fix(ctx: RuleContext, node: cst.CSTNode, code: str = "DYN130"):
     info = source_info(ctx.module, ctx.fn)
     node = _indexed_by(info, ctx, node) or node
     picked = _selection(ctx, node)
@@ -59,7 +58,7 @@ def mask_fix(ctx, node: cst.CSTNode, code: str = "DYN130"):
     return guarded(code, lambda positions, module: _rewrite_mean(info, positions, node, values, mask))
 
 
-def _selection(ctx, node: cst.CSTNode) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
+def _selection(ctx: RuleContext, node: cst.CSTNode) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
     """(values, mask) of `values[mask]` or `torch.masked_select(values, mask)`."""
     if isinstance(node, cst.Subscript) and len(node.slice) == 1:
         el = node.slice[0].slice
@@ -72,7 +71,7 @@ def _selection(ctx, node: cst.CSTNode) -> Optional[tuple[cst.BaseExpression, cst
     return None
 
 
-def _index_mask(ctx, call: cst.CSTNode) -> Optional[cst.BaseExpression]:
+def _index_mask(ctx: RuleContext, call: cst.CSTNode) -> Optional[cst.BaseExpression]:
     """The mask of `torch.where(m)`, `torch.nonzero(m, as_tuple=True)` or `m.nonzero(as_tuple=True)`:
     a tuple of index tensors that selects exactly what `x[m]` selects."""
     if not isinstance(call, cst.Call) or any(a.star for a in call.args):
@@ -92,7 +91,7 @@ def _index_mask(ctx, call: cst.CSTNode) -> Optional[cst.BaseExpression]:
     return None
 
 
-def _indexed_by(info: SourceInfo, ctx, call: cst.CSTNode) -> Optional[cst.Subscript]:
+def _indexed_by(info: SourceInfo, ctx: RuleContext, call: cst.CSTNode) -> Optional[cst.Subscript]:
     """`x[torch.where(m)]` reported on the inner call: the subscript it is the only index of,
     rewritten as if it were `x[m]` (the same elements in the same order)."""
     mask = _index_mask(ctx, call)
@@ -119,7 +118,7 @@ def _same_code(a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return a.deep_equals(b)
 
 
-def _elementwise_mask_of(ctx, mask: cst.BaseExpression, values: cst.BaseExpression) -> bool:
+def _elementwise_mask_of(ctx: RuleContext, mask: cst.BaseExpression, values: cst.BaseExpression) -> bool:
     """`values <op> number` or `number <op> values`: same shape as values, by construction."""
     if not (isinstance(mask, cst.Comparison) and len(mask.comparisons) == 1):
         return False

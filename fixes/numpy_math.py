@@ -15,6 +15,7 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import UNSAFE
+from dynalint.lint.rule import RuleContext
 
 from .base import guarded, make_fix, replace_node, source_info
 from .imports import bound_module_name, import_module_edit
@@ -33,7 +34,7 @@ SIZE_METHODS = frozenset(
 )
 
 
-def python_values(call: cst.Call, name: str, ctx) -> bool:
+def python_values(call: cst.Call, name: str, ctx: RuleContext) -> bool:
     """Are the call's arguments plain Python values by all the linter knows (no tensor, no NumPy
     array), in the shape the Python equivalent takes?"""
     args = call.args
@@ -51,7 +52,7 @@ def python_values(call: cst.Call, name: str, ctx) -> bool:
     return True
 
 
-def _climb(info, ctx, node: cst.CSTNode) -> cst.CSTNode:
+def _climb(info, ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
     """Up through arithmetic on non-tensors and through tuple/list elements."""
     cur = node
     while True:
@@ -69,7 +70,7 @@ def _climb(info, ctx, node: cst.CSTNode) -> cst.CSTNode:
             return cur
 
 
-def _used_as_number(info, ctx, node: cst.CSTNode, depth: int = 0) -> bool:
+def _used_as_number(info, ctx: RuleContext, node: cst.CSTNode, depth: int = 0) -> bool:
     top = _climb(info, ctx, node)
     parent = info.parent(top)
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.Index, cst.Slice)):
@@ -98,14 +99,12 @@ def _used_as_number(info, ctx, node: cst.CSTNode, depth: int = 0) -> bool:
     return False
 
 
-def number_use(call: cst.Call, ctx) -> bool:
+def number_use(call: cst.Call, ctx: RuleContext) -> bool:
     info = source_info(ctx.module, ctx.fn)
     return _used_as_number(info, ctx, call)
 
 
-def numpy_math_fix(ctx, call: cst.Call, name: str, code: str = "DYN106"):
-    if ctx.probe_only:
-        return None
+def numpy_math_fix(ctx: RuleContext, call: cst.Call, name: str, code: str = "DYN106"):
     info = source_info(ctx.module, ctx.fn)
     return guarded(code, lambda positions, module: _fix(info, positions, call, name))
 

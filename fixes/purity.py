@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dynalint.lint.rule import RuleContext
+
 # torch functions (last dotted part) that draw random numbers or depend on RNG state.
 RANDOM_FUNCS = frozenset(
     """
@@ -44,7 +46,7 @@ def is_number(node: cst.BaseExpression) -> bool:
     return False
 
 
-def _pure_call(node: cst.Call, ctx, assume: frozenset) -> bool:
+def _pure_call(node: cst.Call, ctx: RuleContext, assume: frozenset) -> bool:
     if any(arg.star or (arg.keyword is not None and arg.keyword.value == "out") for arg in node.args):
         return False
     if not all(pure(arg.value, ctx, assume) for arg in node.args):
@@ -69,7 +71,7 @@ def _pure_call(node: cst.Call, ctx, assume: frozenset) -> bool:
     return False
 
 
-def pure(node: cst.BaseExpression, ctx, assume: frozenset = frozenset()) -> bool:
+def pure(node: cst.BaseExpression, ctx: RuleContext, assume: frozenset = frozenset()) -> bool:
     """True when evaluating node has no side effects (conservatively). `assume`: ids of subtrees
     taken as pure tensors (calls a fix evaluates once, before, and replaces with a variable)."""
     if id(node) in assume:

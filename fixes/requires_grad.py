@@ -21,6 +21,7 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import SAFE
+from dynalint.lint.rule import RuleContext
 
 from .base import delete_lines, guarded, insert_at, make_fix, source_info
 from .purity import pure
@@ -35,8 +36,8 @@ FACTORIES = frozenset(
 )
 
 
-def requires_grad_fix(ctx, assign: cst.Assign, code: str = "DYN140"):
-    if ctx.probe_only or len(assign.targets) != 1:
+def requires_grad_fix(ctx: RuleContext, assign: cst.Assign, code: str = "DYN140"):
+    if len(assign.targets) != 1:
         return None
     target = assign.targets[0].target
     if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
@@ -64,7 +65,7 @@ def requires_grad_fix(ctx, assign: cst.Assign, code: str = "DYN140"):
     return guarded(code, lambda positions, module: _fix(info, positions, factory, value, condition, removed))
 
 
-def _factory_before(info, ctx, stmt: cst.CSTNode, name: str) -> Optional[cst.Call]:
+def _factory_before(info, ctx: RuleContext, stmt: cst.CSTNode, name: str) -> Optional[cst.Call]:
     """The `torch.<factory>(...)` call of `name = ...` in the statement just before `stmt`."""
     block = info.parent(stmt)
     body = list(getattr(block, "body", ()))

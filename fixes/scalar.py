@@ -18,6 +18,7 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import UNSAFE
+from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, atom_text, guarded, make_fix, replace_node, source_info
 from .purity import ARITHMETIC, pure
@@ -27,9 +28,7 @@ from .variables import variable_reads
 COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
 
-def item_fix(ctx, call: cst.Call, code: str = "DYN110"):
-    if ctx.probe_only:
-        return None
+def item_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN110"):
     conversion = _conversion(call)
     if conversion is None:
         return None
@@ -86,7 +85,7 @@ def _delete_or_drop(info, positions, stmt, call, receiver, kind, deletable: bool
 # Where the value goes
 
 
-def _unused_statement(info: SourceInfo, ctx, stmt, call: cst.Call) -> Optional[cst.SimpleStatementLine]:
+def _unused_statement(info: SourceInfo, ctx: RuleContext, stmt, call: cst.Call) -> Optional[cst.SimpleStatementLine]:
     """The statement to delete when the conversion's value is thrown away."""
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
         return None
@@ -100,7 +99,7 @@ def _unused_statement(info: SourceInfo, ctx, stmt, call: cst.Call) -> Optional[c
     return None
 
 
-def _arithmetic_top(info: SourceInfo, ctx, node: cst.CSTNode) -> tuple[cst.CSTNode, bool]:
+def _arithmetic_top(info: SourceInfo, ctx: RuleContext, node: cst.CSTNode) -> tuple[cst.CSTNode, bool]:
     """Climb from node through arithmetic; (highest node reached, met a tensor operand on the way)."""
     cur = node
     while True:
@@ -121,7 +120,7 @@ def _arithmetic_top(info: SourceInfo, ctx, node: cst.CSTNode) -> tuple[cst.CSTNo
             return cur, False
 
 
-def _feeds_tensor_arithmetic(info: SourceInfo, ctx, call: cst.Call) -> bool:
+def _feeds_tensor_arithmetic(info: SourceInfo, ctx: RuleContext, call: cst.Call) -> bool:
     top, ok = _arithmetic_top(info, ctx, call)
     if ok:
         return True

@@ -31,6 +31,7 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.lint.fastcst import iter_nodes
+from dynalint.lint.rule import RuleContext
 
 from .purity import BITWISE, ELEMENTWISE
 
@@ -72,14 +73,14 @@ ARITHMETIC = ELEMENTWISE  # `@` changes the shape: not here
 Signature = tuple  # (frozenset of leaf keys, dtype tag)
 
 
-def same_shape_and_dtype(a, b, ctx, env_a: Optional[dict] = None, env_b: Optional[dict] = None) -> bool:
+def same_shape_and_dtype(a, b, ctx: RuleContext, env_a: Optional[dict] = None, env_b: Optional[dict] = None) -> bool:
     """Are the values a and b (expressions, or names as str) provably of one shape and dtype
     class? env_*: signatures of names the branch assigned before (None: unknown)."""
     sa, sb = signature(a, ctx, env_a or {}), signature(b, ctx, env_b or {})
     return sa is not None and sa == sb
 
 
-def signature(node, ctx, env: dict) -> Optional[Signature]:
+def signature(node, ctx: RuleContext, env: dict) -> Optional[Signature]:
     if isinstance(node, str):
         node = cst.Name(node)
     if isinstance(node, (cst.Integer, cst.Float)) or _scalar(node, ctx):
@@ -105,7 +106,7 @@ def signature(node, ctx, env: dict) -> Optional[Signature]:
     return _opaque(node, ctx, env)
 
 
-def _combine(parts: list, ctx, env: dict, bitwise: bool = False) -> Optional[Signature]:
+def _combine(parts: list, ctx: RuleContext, env: dict, bitwise: bool = False) -> Optional[Signature]:
     leaves: set = set()
     tags = []
     for part in parts:
@@ -122,7 +123,7 @@ def _combine(parts: list, ctx, env: dict, bitwise: bool = False) -> Optional[Sig
     return frozenset(leaves), "bool" if bool_result else ""
 
 
-def _call(node: cst.Call, ctx, env: dict) -> Optional[Signature]:
+def _call(node: cst.Call, ctx: RuleContext, env: dict) -> Optional[Signature]:
     func = node.func
     attr = ctx.self_attr(func)
     if attr is not None:
@@ -157,7 +158,7 @@ def _call(node: cst.Call, ctx, env: dict) -> Optional[Signature]:
     return combined[0], "bool" if name in BOOL_RESULT else combined[1]
 
 
-def _shape_keeping_submodule(ctx, attr: str) -> bool:
+def _shape_keeping_submodule(ctx: RuleContext, attr: str) -> bool:
     from .base import source_info
 
     info = source_info(ctx.module, ctx.fn)
@@ -199,7 +200,7 @@ def _mentions_self_attr(node, attr: str) -> bool:
     return any(_is_self_attr(n, attr) for n in iter_nodes(node))
 
 
-def _scalar(node, ctx) -> bool:
+def _scalar(node, ctx: RuleContext) -> bool:
     """A Python number for sure: `torch.finfo(x.dtype).max`, `x.shape[-1]`, `x.size(0)`, `x.dim()`,
     arithmetic of these and literals."""
     if isinstance(node, (cst.Integer, cst.Float)):
@@ -218,13 +219,13 @@ def _scalar(node, ctx) -> bool:
     return False
 
 
-def _is_tensor_operand(node, ctx, env: dict) -> bool:
+def _is_tensor_operand(node, ctx: RuleContext, env: dict) -> bool:
     if isinstance(node, cst.Name) and node.value in env:
         return True
     return ctx.is_tensor(node)
 
 
-def _opaque(node: cst.CSTNode, ctx, env: dict) -> Optional[Signature]:
+def _opaque(node: cst.CSTNode, ctx: RuleContext, env: dict) -> Optional[Signature]:
     """node as a leaf of its own: its source text, unless it reads a name the branch assigned (the
     same text would then be a different value in each branch)."""
     stack = [node]

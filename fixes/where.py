@@ -29,6 +29,7 @@ import libcst as cst
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.nodes import operator_operands
 from dynalint.lint.kinds import Kind, TENSORISH
+from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, atom_text, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
@@ -52,8 +53,8 @@ class WherePlan:
     condition_name: str = ""
 
 
-def where_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
-    if ctx.probe_only or _mentions_numpy(reported, ctx):
+def where_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str = "DYN120"):
+    if _mentions_numpy(reported, ctx):
         return None  # torch.where needs a torch tensor condition, not a NumPy value
     info = source_info(ctx.module, ctx.fn)
     plan = _plan(info, ctx, reported)
@@ -62,14 +63,14 @@ def where_fix(ctx, reported: cst.BaseExpression, code: str = "DYN120"):
     return guarded(code, lambda positions, module: _rewrite(info, positions, plan))
 
 
-def _mentions_numpy(node: cst.BaseExpression, ctx) -> bool:
+def _mentions_numpy(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     parts = operator_operands(node)
     if parts is not None:
         return any(_mentions_numpy(n, ctx) for n in parts)
     return ctx.is_numpy(node)
 
 
-def _plan(info: SourceInfo, ctx, reported: cst.BaseExpression) -> Optional[WherePlan]:
+def _plan(info: SourceInfo, ctx: RuleContext, reported: cst.BaseExpression) -> Optional[WherePlan]:
     negated = False
     test: cst.CSTNode = reported
     owner = info.parent(reported)
@@ -132,7 +133,7 @@ def _plan(info: SourceInfo, ctx, reported: cst.BaseExpression) -> Optional[Where
 # that updates a buffer in place). Not required of the call: being pure; it runs once either way.
 
 
-def _shared_calls(ctx, a: cst.BaseExpression, b: cst.BaseExpression) -> Optional[list]:
+def _shared_calls(ctx: RuleContext, a: cst.BaseExpression, b: cst.BaseExpression) -> Optional[list]:
     """Pairs of equal calls, one in each branch, in evaluation order, such that replacing them
     with variables leaves both branches side-effect free; None when there are none such."""
     calls_a, calls_b = _calls_to_hoist(a, b, ctx), _calls_to_hoist(b, a, ctx)
@@ -149,7 +150,7 @@ def _shared_calls(ctx, a: cst.BaseExpression, b: cst.BaseExpression) -> Optional
     return list(zip(calls_a, calls_b))
 
 
-def _calls_to_hoist(expr: cst.BaseExpression, other: cst.BaseExpression, ctx) -> Optional[list]:
+def _calls_to_hoist(expr: cst.BaseExpression, other: cst.BaseExpression, ctx: RuleContext) -> Optional[list]:
     """The outermost impure calls of expr that also occur in other, in evaluation order; None where
     an impure part is evaluated conditionally (`and`, `or`, `if`), which no hoisting keeps."""
     if pure(expr, ctx):
@@ -234,7 +235,7 @@ def _fresh(stem: str, taken: set) -> str:
     return name
 
 
-def _simple_branch(node: cst.BaseExpression, ctx) -> bool:
+def _simple_branch(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     return (ctx.is_tensor(node) or is_number(node)) and pure(node, ctx)
 
 
@@ -254,7 +255,7 @@ def _assigned_name(small) -> Optional[str]:
     return None
 
 
-def _if_branches(info: SourceInfo, ctx, node: cst.If):
+def _if_branches(info: SourceInfo, ctx: RuleContext, node: cst.If):
     """((A, B), replaced nodes, prefix) for the statement shapes this fix rewrites."""
     parent = info.parent(node)
     if isinstance(parent, cst.If) and parent.orelse is node:
@@ -369,7 +370,7 @@ TENSOR_EVIDENCE_METHODS = frozenset(
 )
 
 
-def definite_tensor_test(node: cst.BaseExpression, ctx) -> bool:
+def definite_tensor_test(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     """Is node computed from a tensor for sure: a value the lint knows to be a tensor (not merely
     a presumed one, an unannotated parameter: kinds.P), a torch function of a tensor, or a tensor
     method called on it? A fix that wraps the test in a torch call must not fire on Python numbers

@@ -9,11 +9,105 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterable
+from typing import TYPE_CHECKING, AbstractSet, Any, ClassVar, Mapping, Optional, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
-    from .walk import FunctionContext
+    from .summary import ClassInfo
+
+
+class RuleContext(Protocol):
+    """What a rule's `check(node, ctx)` (and the fix generators it calls) may ask and do: the
+    whole rule API. `lint.walk.FunctionContext` implements it; rules see nothing else of the
+    walk, so the walk can change without touching them (`tests/test_rule_api.py` checks that
+    rules and fixes use only these names).
+
+    Kinds are `lint.kinds.Kind` constants (plain strings, see there)."""
+
+    # -- where ------------------------------------------------------------------------------
+    @property
+    def filename(self) -> str: ...
+
+    @property
+    def module(self) -> "cst.Module":
+        """The file's tree."""
+
+    @property
+    def fn(self) -> "cst.FunctionDef":
+        """The function being walked."""
+
+    @property
+    def statement(self) -> "Optional[cst.CSTNode]":
+        """The innermost simple statement line (or compound statement header) being checked."""
+
+    def in_assignment_target(self) -> bool:
+        """Is the node being checked (part of) an assignment target (`x[mask] = v`)?"""
+
+    def is_augmented_target(self, node: "cst.CSTNode") -> bool:
+        """Is `node` the target of an augmented assignment being walked (`x[mask] += v`)?"""
+
+    def enclosing_tests(self) -> "tuple[cst.BaseExpression, ...]":
+        """The tests of the `if` statements whose body is being walked, outermost first."""
+
+    # -- names and values -------------------------------------------------------------------
+    def qualname(self, node: "cst.BaseExpression") -> Optional[str]:
+        """The dotted name an expression resolves to through the file's imports (None for locals)."""
+
+    def call_name(self, node: "cst.Call") -> Optional[str]:
+        """The dotted name a call's function resolves to."""
+
+    def self_attr(self, node: "cst.BaseExpression") -> Optional[str]:
+        """`attr` when node is `self.attr` (the method's own instance), else None."""
+
+    def kind(self, node: "cst.BaseExpression") -> str:
+        """What the value is: a `lint.kinds.Kind` constant."""
+
+    def is_tensor(self, node: "cst.BaseExpression") -> bool:
+        """A tensor, a boolean tensor or a presumed tensor."""
+
+    def is_definite_tensor(self, node: "cst.BaseExpression") -> bool:
+        """A tensor for sure: not merely an unannotated parameter (see `Kind.PRESUMED`)."""
+
+    def is_numpy(self, node: "cst.BaseExpression") -> bool:
+        """Does the value come from NumPy?"""
+
+    def is_numpy_of_numbers(self, node: "cst.BaseExpression") -> bool:
+        """NumPy math on Python numbers (`np.ceil(h / 2)`)."""
+
+    def is_logger(self, node: "cst.BaseExpression") -> bool:
+        """A `logging` logger (the module, `logging.getLogger(...)` results, `logger`)."""
+
+    # -- class and file facts ---------------------------------------------------------------
+    @property
+    def tensor_attrs(self) -> AbstractSet[str]:
+        """Attributes of the method's class that hold tensors (buffers, parameters, torch results)."""
+
+    @property
+    def buffer_attrs(self) -> AbstractSet[str]:
+        """Attributes of the method's class set to `nn.Buffer(...)`."""
+
+    @property
+    def rnn_attrs(self) -> AbstractSet[str]:
+        """Attributes of the method's class (or a subclass in the file) holding `nn.LSTM/GRU/RNN`."""
+
+    @property
+    def lock_attrs(self) -> AbstractSet[str]:
+        """Attributes of the method's class holding threading locks."""
+
+    @property
+    def lock_names(self) -> AbstractSet[str]:
+        """Module-level names bound to threading locks."""
+
+    @property
+    def file_classes(self) -> "Mapping[str, ClassInfo]":
+        """The classes the file defines, by qualified name (their bases and methods)."""
+
+    # -- reporting --------------------------------------------------------------------------
+    def rule_state(self, code: str) -> dict:
+        """A rule's scratch space for the function being walked (memos kept between its nodes)."""
+
+    def report(self, rule: "Rule", node: "cst.CSTNode", message: str, data: Optional[dict] = None, fix: Any = None) -> None:
+        """Report `node`; `fix` is a fix generator's result (see `fixes/base.py`) or None."""
 
 # What Dynamo does with an example, as checked by tests/test_probes.py on the installed torch.
 BREAKS = "break"  # at least one graph-break reason
@@ -118,6 +212,7 @@ class Rule:
 
         return textwrap.dedent(sys.modules[cls.__module__].__doc__ or "").strip() + probed_section(cls.code)
 
-    def check(self, node: "cst.CSTNode", ctx: "FunctionContext") -> Iterable[tuple["cst.CSTNode", str]] | None:
-        """Yield (node to report, message). Report through ctx.report for fixes."""
+    def check(self, node: "cst.CSTNode", ctx: RuleContext) -> None:
+        """Called for every node of the types in `node_types` on the live code of a compile
+        region; reports through `ctx.report`."""
         raise NotImplementedError

@@ -53,7 +53,8 @@ def _return_parts(node: cst.BaseExpression) -> list:
 
 
 class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
-    """Walks one function's live code in order, tracking which names hold tensors, and runs rules."""
+    """Walks one function's live code in order, tracking which names hold tensors, and runs rules.
+    What rules may use of it is `lint.rule.RuleContext`; the rest is the walk's own."""
 
     def __init__(
         self,
@@ -396,6 +397,19 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             if type(node) in (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.While, cst.For):
                 return node
         return None
+
+    def in_assignment_target(self) -> bool:
+        return self.storing
+
+    def is_augmented_target(self, node: cst.CSTNode) -> bool:
+        return any(type(a) is cst.AugAssign and a.target is node for a in reversed(self.stack))
+
+    def enclosing_tests(self) -> tuple:
+        return tuple(self.branch_tests)
+
+    @property
+    def file_classes(self) -> dict:
+        return self.fa.summary.classes
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         node.value.visit(self)

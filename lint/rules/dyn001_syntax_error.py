@@ -17,7 +17,7 @@ def forward(self, x)
 Fix the syntax error; `python -m py_compile FILE` shows the same position.
 """
 
-from ..rule import Example, Rule
+from ..rule import Example, Rule, RuleContext
 
 
 class SyntaxErrorRule(Rule):
@@ -28,7 +28,7 @@ class SyntaxErrorRule(Rule):
     invalid = (Example("def f(x)  # expect: DYN001\n    return x\n"),)
     valid = (Example("def f(x):\n    return x\n"),)
 
-    def check(self, node, ctx):  # reported by the analyzer itself
+    def check(self, node, ctx: RuleContext) -> None:  # reported by the analyzer itself
         return None
 
 

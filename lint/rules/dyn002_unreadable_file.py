@@ -18,7 +18,7 @@ A file saved as Latin-1 without a `# -*- coding: latin-1 -*-` line.
 Save the file as UTF-8 (or declare its encoding), or fix its permissions.
 """
 
-from ..rule import Example, Rule
+from ..rule import Example, Rule, RuleContext
 
 
 class UnreadableFile(Rule):
@@ -30,7 +30,7 @@ class UnreadableFile(Rule):
     invalid = ()
     valid = (Example("x = 1\n"),)
 
-    def check(self, node, ctx):
+    def check(self, node, ctx: RuleContext) -> None:
         return None
 
 

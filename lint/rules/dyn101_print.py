@@ -35,7 +35,7 @@ import libcst as cst
 
 from dynalint.fixes.guard import guard_fix
 
-from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule
+from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule, RuleContext
 
 __doc__ += GUARD_FIX_DOC
 
@@ -51,7 +51,7 @@ class PrintCall(Rule):
     node_types = (cst.Call,)
     fixable = "safe or unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         if ctx.call_name(node) == "print":
             ctx.report(
                 self,

@@ -24,7 +24,7 @@ import libcst as cst
 
 from dynalint.fixes.debugger import debugger_fix
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 DEBUGGER_CALLS = frozenset(
     {
@@ -53,7 +53,7 @@ class DebuggerCall(Rule):
     node_types = (cst.Call,)
     fixable = "unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         q = ctx.call_name(node)
         if q in DEBUGGER_CALLS:
             ctx.report(

@@ -29,7 +29,7 @@ import libcst as cst
 
 from dynalint.fixes.guard import guard_fix
 
-from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule
+from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule, RuleContext
 
 __doc__ += GUARD_FIX_DOC
 
@@ -50,7 +50,7 @@ class LoggingCall(Rule):
     node_types = (cst.Call,)
     fixable = "safe or unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if type(func) is not cst.Attribute or func.attr.value not in LOG_METHODS:
             return

@@ -25,7 +25,7 @@ import libcst as cst
 
 from dynalint.fixes.guard import guard_fix
 
-from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule
+from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule, RuleContext
 
 __doc__ += GUARD_FIX_DOC
 
@@ -41,7 +41,7 @@ class WarningsWarn(Rule):
     node_types = (cst.Call,)
     fixable = "safe or unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         q = ctx.call_name(node)
         if q in ("warnings.warn", "warnings.warn_explicit"):
             ctx.report(

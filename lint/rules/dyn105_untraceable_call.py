@@ -32,7 +32,7 @@ Time and seed outside the compiled region (around the call of the compiled model
 
 import libcst as cst
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 UNTRACEABLE = frozenset(
     {
@@ -73,7 +73,7 @@ class UntraceableCall(Rule):
     )
     node_types = (cst.Call,)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if ctx.self_attr(func) in ctx.rnn_attrs:
             ctx.report(self, node, f"`self.{func.attr.value}` is an RNN module: Dynamo does not trace it and breaks the graph")

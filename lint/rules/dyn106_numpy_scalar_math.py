@@ -32,7 +32,7 @@ import libcst as cst
 
 from dynalint.fixes.numpy_math import MATH_EQUIVALENT, number_use, numpy_math_fix, python_values
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 
 class NumpyScalarMath(Rule):
@@ -48,7 +48,7 @@ class NumpyScalarMath(Rule):
     node_types = (cst.Call,)
     fixable = "unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         q = ctx.call_name(node)
         if q is None or not q.startswith("numpy.") or q[len("numpy."):] not in MATH_EQUIVALENT:
             return

@@ -30,7 +30,7 @@ model), or compile the body in a function of its own that the `with` calls.
 
 import libcst as cst
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 UNSUPPORTED_CALLS = frozenset(
     {
@@ -55,7 +55,7 @@ class UnsupportedContextManager(Rule):
     )
     node_types = (cst.With,)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.With, ctx: RuleContext) -> None:
         for item in node.items:
             manager = item.item
             what = None

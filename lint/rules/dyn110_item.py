@@ -27,7 +27,7 @@ import libcst as cst
 from dynalint.fixes.scalar import item_fix
 
 from ..kinds import Kind
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 
 class ItemCall(Rule):
@@ -42,7 +42,7 @@ class ItemCall(Rule):
     node_types = (cst.Call,)
     fixable = "unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if type(func) is cst.Attribute and func.attr.value == "item" and not node.args:
             recv_kind = ctx.kind(func.value)

@@ -22,7 +22,7 @@ per-row Python loops), or compute the list before calling the compiled model and
 import libcst as cst
 
 from ..kinds import Kind
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 
 class TolistCall(Rule):
@@ -36,7 +36,7 @@ class TolistCall(Rule):
     )
     node_types = (cst.Call,)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if type(func) is cst.Attribute and func.attr.value == "tolist" and not node.args:
             if ctx.kind(func.value) in (Kind.NOT_TENSOR, Kind.SIZE):

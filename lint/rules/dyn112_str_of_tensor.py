@@ -21,7 +21,7 @@ Format outside the compiled region, or format metadata only (`str(x.shape)`).
 
 import libcst as cst
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 
 class StrOfTensor(Rule):
@@ -34,7 +34,7 @@ class StrOfTensor(Rule):
     )
     node_types = (cst.Call,)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if type(func) is cst.Name and func.value in ("str", "repr") and len(node.args) == 1:
             if ctx.call_name(node) == func.value and ctx.is_tensor(node.args[0].value):

@@ -73,12 +73,12 @@ from dynalint.fixes.checks import assert_split_fix, raise_check_fix
 from dynalint.fixes.cond import cond_fix
 from dynalint.fixes.where import where_fix
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torch.cond`"
 
 
-def _is_tensor_condition(operand, ctx) -> bool:
+def _is_tensor_condition(operand, ctx: RuleContext) -> bool:
     # A bare unannotated parameter (`if use_cache:`) is usually a flag: only definite tensors count.
     if type(operand) is cst.Name:
         return ctx.is_definite_tensor(operand)
@@ -117,7 +117,7 @@ def _compares_dtype_or_device(node) -> bool:
     return any(type(p) is cst.Attribute and p.attr.value in ("dtype", "device") for p in parts)
 
 
-def _dtype_checks(ctx) -> dict:
+def _dtype_checks(ctx: RuleContext) -> dict:
     """_is_dtype_or_device_check's memo, per function being walked."""
     state = ctx.rule_state("DYN120")
     found = state.get("dtype_checks")
@@ -126,7 +126,7 @@ def _dtype_checks(ctx) -> dict:
     return found
 
 
-def _guarded(ctx) -> set:
+def _guarded(ctx: RuleContext) -> set:
     """ids of operands behind a dtype or device check, per function being walked."""
     state = ctx.rule_state("DYN120")
     found = state.get("dtype_guarded_operands")
@@ -146,7 +146,7 @@ class TensorControlFlow(Rule):
     node_types = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.UnaryOperation, cst.Call)
     fixable = "unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) in (cst.If, cst.While, cst.IfExp):
             test = node.test
             if type(test) in (cst.BooleanOperation, cst.UnaryOperation):

@@ -26,7 +26,7 @@ number of classes, or do the grouping outside the compiled region.
 
 import libcst as cst
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 DATA_DEPENDENT_LENGTH = frozenset(
     {"unique", "unique_consecutive", "nonzero", "masked_select", "argwhere", "bincount"}
@@ -44,7 +44,7 @@ class DataDependentLoop(Rule):
     )
     node_types = (cst.For, cst.CompFor, cst.Call)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
             # `range(t)` anywhere, not only as a loop's iterable: `list(range(n - 1, n))` breaks too.
             if ctx.call_name(node) == "range" and any(ctx.is_tensor(a.value) for a in node.args):

@@ -32,7 +32,7 @@ import libcst as cst
 from dynalint.fixes.masking import mask_fix
 
 from ..kinds import Kind
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 DYNAMIC_FUNCS = frozenset(
     {
@@ -66,7 +66,7 @@ class DynamicShapeOp(Rule):
     node_types = (cst.Call, cst.Subscript)
     fixable = "unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
             q = ctx.call_name(node)
             if q in DYNAMIC_FUNCS:
@@ -83,8 +83,9 @@ class DynamicShapeOp(Rule):
                 ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=mask_fix(ctx, node, self.code))
             return
         # x[mask] with a boolean tensor mask, read (not assigned); `x[mask] += v` reads it first.
-        updated = ctx.storing and any(type(a) is cst.AugAssign and a.target is node for a in reversed(ctx.stack))
-        if (ctx.storing and not updated) or not ctx.is_tensor(node.value):
+        storing = ctx.in_assignment_target()
+        updated = storing and ctx.is_augmented_target(node)
+        if (storing and not updated) or not ctx.is_tensor(node.value):
             return
         for el in node.slice:
             if type(el.slice) is cst.Index and ctx.kind(el.slice.value) == Kind.BOOL_TENSOR:

@@ -22,7 +22,7 @@ Pass static sizes from the config (`num_classes=self.num_classes`), or sizes tak
 
 import libcst as cst
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 FACTORIES = frozenset(
     {"zeros", "ones", "empty", "rand", "randn", "full", "arange", "eye", "randint", "linspace", "randperm"}
@@ -40,7 +40,7 @@ class TensorAsInt(Rule):
     )
     node_types = (cst.Call, cst.Subscript)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
             q = ctx.call_name(node)
             if q is None:

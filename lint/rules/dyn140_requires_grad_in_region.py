@@ -29,7 +29,7 @@ import libcst as cst
 
 from dynalint.fixes.requires_grad import requires_grad_fix
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 
 class RequiresGradInRegion(Rule):
@@ -45,7 +45,7 @@ class RequiresGradInRegion(Rule):
     node_types = (cst.Call, cst.Assign)
     fixable = "safe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Assign:
             for t in node.targets:
                 tgt = t.target

@@ -33,7 +33,7 @@ import libcst as cst
 from dynalint.fixes.autograd import duplicate_input_fix
 
 from ..nodes import dotted
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 FUNCTION_BASES = frozenset(
     {"torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction"}
@@ -68,12 +68,12 @@ class AutogradFunctionDuplicateInput(Rule):
     node_types = (cst.Call,)
     fixable = "unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if not (type(func) is cst.Attribute and func.attr.value == "apply"):
             return
         owner = ctx.qualname(func.value)
-        if owner is None or not is_autograd_function(ctx.fa.summary.classes, owner):
+        if owner is None or not is_autograd_function(ctx.file_classes, owner):
             return
         seen = set()
         for arg in node.args:

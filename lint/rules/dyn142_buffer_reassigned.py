@@ -34,7 +34,7 @@ import libcst as cst
 
 from dynalint.fixes.buffers import buffer_local_fix
 
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 # Tensor methods that return the tensor itself when they have nothing to do.
 SELF_RETURNING = frozenset(
@@ -42,7 +42,7 @@ SELF_RETURNING = frozenset(
 )
 
 
-def _checks_buffer(test: cst.BaseExpression, attr: str, ctx) -> bool:
+def _checks_buffer(test: cst.BaseExpression, attr: str, ctx: RuleContext) -> bool:
     """test compares `self.<attr>.device` / `.dtype` with something (`if self.pe.device != x.device:`)."""
     if type(test) is not cst.Comparison:
         return False
@@ -63,7 +63,7 @@ class BufferReassigned(Rule):
     node_types = (cst.Assign,)
     fixable = "unsafe"
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Assign, ctx: RuleContext) -> None:
         value = node.value
         if not (type(value) is cst.Call and type(value.func) is cst.Attribute):
             return
@@ -72,7 +72,7 @@ class BufferReassigned(Rule):
         source = ctx.self_attr(value.func.value)
         if source is None or source not in ctx.buffer_attrs:
             return
-        if any(_checks_buffer(test, source, ctx) for test in ctx.branch_tests):
+        if any(_checks_buffer(test, source, ctx) for test in ctx.enclosing_tests()):
             return  # runs only when there is something to convert: a new tensor, no break
         for t in node.targets:
             if ctx.self_attr(t.target) == source:

@@ -27,7 +27,7 @@ really never changes.
 
 import libcst as cst
 
-from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule
+from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
 
 
 class ShapeBranch(Rule):
@@ -37,7 +37,7 @@ class ShapeBranch(Rule):
     severity = "warning"
     node_types = (cst.If, cst.While, cst.IfExp)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         tests = [node.test]
         while tests:
             t = tests.pop()

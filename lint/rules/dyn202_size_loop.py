@@ -24,7 +24,7 @@ Vectorise over the dimension (batch the call), or use a fixed trip count from th
 import libcst as cst
 
 from ..kinds import Kind
-from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule
+from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
 
 
 class SizeLoop(Rule):
@@ -34,7 +34,7 @@ class SizeLoop(Rule):
     severity = "warning"
     node_types = (cst.For,)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.For, ctx: RuleContext) -> None:
         it = node.iter
         if type(it) is cst.Call and ctx.call_name(it) == "range":
             if any(ctx.kind(a.value) == Kind.SIZE for a in it.args):

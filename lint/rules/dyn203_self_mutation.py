@@ -24,7 +24,7 @@ and `self.num_calls.add_(1)`), or count outside the model.
 import libcst as cst
 
 from .. import fastcst
-from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule
+from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
 
 
 class SelfMutation(Rule):
@@ -34,7 +34,7 @@ class SelfMutation(Rule):
     severity = "warning"
     node_types = (cst.AugAssign, cst.Assign)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.AugAssign:
             attr = ctx.self_attr(node.target)
             if attr is not None and attr not in ctx.tensor_attrs and not ctx.is_tensor(node.value):

@@ -21,7 +21,7 @@ Keep data on the device inside the model; move results to the host after the com
 
 import libcst as cst
 
-from ..rule import CLEAN, Example, Rule
+from ..rule import CLEAN, Example, Rule, RuleContext
 
 
 class HostSync(Rule):
@@ -31,7 +31,7 @@ class HostSync(Rule):
     severity = "info"
     node_types = (cst.Call,)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if ctx.call_name(node) == "torch.cuda.synchronize":
             ctx.report(self, node, "`torch.cuda.synchronize()` waits for the device inside the model")
