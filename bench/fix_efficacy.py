@@ -253,7 +253,7 @@ def fix_model(before: dict):
     --diff` would (nothing is written). -> (texts, by real path; fixed texts; fixed findings; errors)."""
     from dynalint.config import Config
     from dynalint.engine import analyze_files, select_findings
-    from dynalint.fixes.apply import fix_paths
+    from dynalint.autofix import fix_paths
     from dynalint.verify.reconcile import source_files
 
     config = Config()

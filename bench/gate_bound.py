@@ -84,6 +84,7 @@ def main() -> None:
     ap.add_argument("tree", type=Path)
     ap.add_argument("--every", type=int, default=6, help="measure every Nth file (default 6)")
     args = ap.parse_args()
+    import dynalint.fixes.providers  # noqa: F401  (the fixes rules offer, as the engine loads them)
     from dynalint.lint import analyzer
 
     live, modules = live_functions(args.tree)

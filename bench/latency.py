@@ -167,6 +167,7 @@ from dynalint.config import Config
 from dynalint.engine import select_findings
 from dynalint.lint.analyzer import analyze_source
 from dynalint.lint.rules import all_rules
+import dynalint.fixes.providers  # the fixes rules offer, as the engine loads them
 all_rules()
 t3 = time.perf_counter()
 text = open(sys.argv[1], encoding="utf-8").read()

@@ -144,7 +144,7 @@ def _check_stdin(opts: CheckOptions, config: Config):
             return EXIT_CLEAN
     if not (opts.fix or opts.diff):
         return lint_source(text, name, config), {name: text}
-    from dynalint.fixes.apply import fix_source
+    from dynalint.autofix import fix_source
     from dynalint.output import format_concise
 
     result = fix_source(text, name, config, unsafe=opts.unsafe_fixes)
@@ -191,8 +191,7 @@ def run_check(opts: CheckOptions) -> int:
             return EXIT_CLEAN
         progress = _Progress(opts.progress, "dynalint")
         if opts.fix or opts.diff:  # fixes need every summary: the whole-tree path
-            from dynalint.fixes.apply import fix_paths
-
+            from dynalint.autofix import fix_paths
             summaries = analyze_files(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
             findings = select_findings(summaries, config)
             outcome = fix_paths(files, summaries, findings, config, unsafe=opts.unsafe_fixes, diff=opts.diff)

@@ -154,6 +154,7 @@ def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
     `interface_only`: the caller reads only the summary's interface, so no rule runs (about half
     of an analysis: rules, fixes, positions) and the entry, which lacks the findings, is cached
     under a key of its own."""
+    import dynalint.fixes.providers  # noqa: F401  (the fixes rules offer; lint never imports them)
     from dynalint.lint.analyzer import AnalyzerOptions, analyze_source
     from dynalint.lint.summary import interface_fingerprint
 
@@ -323,7 +324,8 @@ class _Runner:
             import concurrent.futures as cf
             import multiprocessing as mp
 
-            import dynalint.lint.analyzer  # noqa: F401  (imported once here, shared by the forks)
+            import dynalint.fixes.providers  # noqa: F401  (imported once here, shared by the forks)
+            import dynalint.lint.analyzer  # noqa: F401
             import dynalint.lint.rules  # noqa: F401
 
             ctx = mp.get_context("fork") if hasattr(os, "fork") else None

@@ -5,7 +5,7 @@ What it does for an editor:
   (debounced, default 300 ms), each with a link to its rule's docs (`codeDescription`);
 - code actions: one quick fix per available autofix, "Disable CODE for this line" (adds or extends
   `# noqa: CODE`), and a `source.fixAll.dynalint` action (editors run it on save) built with
-  `dynalint.fixes.apply.fix_source`, computed only when the client resolves it;
+  `dynalint.autofix.fix_source`, computed only when the client resolves it;
 - hover over a finding shows the rule's documentation;
 - settings `select`, `extendSelect`, `ignore`, `unsafeFixes`, `config`, `debounceMs` from
   `initializationOptions` or `workspace/didChangeConfiguration` (flat or under a `dynalint` key).
@@ -415,7 +415,6 @@ class DynalintServer(LanguageServer):  # type: ignore[misc,valid-type]
 
     def code_actions(self, state: DocState, params) -> list:
         from dynalint.fixes.apply import applicable
-
         first, last = params.range.start.line + 1, params.range.end.line + 1
         unsafe = self.settings.unsafe_fixes
         lines = state.lines
@@ -467,8 +466,7 @@ class DynalintServer(LanguageServer):  # type: ignore[misc,valid-type]
 
     def fix_all_edits(self, state: DocState) -> list:
         """Text edits that apply every applicable fix (runs in the lint thread)."""
-        from dynalint.fixes.apply import fix_source
-
+        from dynalint.autofix import fix_source
         context = [self._source_file(s) for u, s in list(self.states.items()) if u != state.uri and u in self.tracked]
         result = fix_source(state.text, state.filename, state.config, unsafe=self.settings.unsafe_fixes, context=context)
         for e in result.errors:

@@ -21,9 +21,9 @@ import libcst as cst
 from dynalint.findings import UNSAFE
 from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
+from dynalint.lint.variables import variable_names
 
 from .base import guarded, make_fix, replace_node, source_info
-from .variables import variable_names
 
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 

@@ -37,12 +37,12 @@ import libcst as cst
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.kinds import TENSORISH
 from dynalint.lint.rule import RuleContext
+from dynalint.lint.variables import may_be_none, variable_names
 
 from .base import SourceInfo, guarded, make_fix, source_info
 from .imports import torch_reference
 from .purity import IMPURE_METHODS
 from .shapes import same_shape_and_dtype, signature
-from .variables import may_be_none, variable_names
 from .where import _fresh, _mentions_numpy, _names_in, definite_tensor_test
 
 TENSOR_KINDS = TENSORISH

@@ -10,10 +10,10 @@ import libcst as cst
 
 from dynalint.findings import Edit
 from dynalint.lint.nodes import dotted
+from dynalint.lint.variables import variable_reads
 
 from .base import SourceInfo, insert_line_before, is_docstring
 
-from .variables import variable_reads
 
 
 # The import lines of the last module asked about: every fix of a file asks (a file of

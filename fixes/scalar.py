@@ -19,11 +19,11 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE
 from dynalint.lint.rule import RuleContext
+from dynalint.lint.variables import variable_reads
 
 from .base import SourceInfo, atom_text, guarded, make_fix, replace_node, source_info
 from .purity import ARITHMETIC, pure
 from .statements import delete_statements
-from .variables import variable_reads
 
 COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 

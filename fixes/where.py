@@ -30,12 +30,12 @@ from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.nodes import operator_operands
 from dynalint.lint.kinds import Kind, TENSORISH
 from dynalint.lint.rule import RuleContext
+from dynalint.lint.variables import may_be_none, variable_names
 
 from .base import SourceInfo, atom_text, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
 from .purity import LITERALS, is_number, pure
 from .shapes import same_shape_and_dtype
-from .variables import may_be_none, variable_names
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Any, ClassVar, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, ClassVar, Mapping, Optional, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -108,6 +108,24 @@ class RuleContext(Protocol):
 
     def report(self, rule: "Rule", node: "cst.CSTNode", message: str, data: Optional[dict] = None, fix: Any = None) -> None:
         """Report `node`; `fix` is a fix generator's result (see `fixes/base.py`) or None."""
+
+# Fix providers. The lint layer never imports the fix generators (`dynalint.fixes`, the layer
+# above it): a rule offers a fix by name, `offer_fix("guard", ctx, node, self.code)`, and
+# `dynalint.fixes.providers` fills this table when imported, which the app (`dynalint.engine`)
+# does before it lints. With no provider loaded under a name, the finding simply has no fix.
+_FIX_PROVIDERS: dict[str, Callable[..., Any]] = {}
+
+
+def register_fix_provider(name: str, provider: Callable[..., Any]) -> None:
+    """`provider(ctx, *args)` -> a fix (see `fixes/base.py`) or None; rules call it by `name`."""
+    _FIX_PROVIDERS[name] = provider
+
+
+def offer_fix(name: str, ctx: RuleContext, *args: Any) -> Any:
+    """The fix the provider registered as `name` makes for these arguments; None without one."""
+    provider = _FIX_PROVIDERS.get(name)
+    return None if provider is None else provider(ctx, *args)
+
 
 # What Dynamo does with an example, as checked by tests/test_probes.py on the installed torch.
 BREAKS = "break"  # at least one graph-break reason

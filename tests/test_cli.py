@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from dynalint.autofix import fix_source
 from dynalint.config import Config
-from dynalint.fixes.apply import fix_source
-
 MODEL = textwrap.dedent(
     """\
     import torch

@@ -556,7 +556,7 @@ def test_visit_order_read_from_code_matches_libcsts_source_for_every_node_class(
 
 
 def test_parents_of_covered_functions_match_the_whole_module_map():
-    from dynalint.fixes.base import SourceInfo
+    from dynalint.lint.sourceinfo import SourceInfo
 
     module = cst.parse_module(SAMPLE)
     full = {}

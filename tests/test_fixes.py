@@ -11,11 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from dynalint import atomic
+from dynalint import autofix
+from dynalint.autofix import fix_source
 from dynalint.cli import main
 from dynalint.config import Config
 from dynalint.findings import Edit, Finding, Fix, SAFE
 from dynalint.fixes import apply as fix_apply
-from dynalint.fixes.apply import fix_source, fix_text
+from dynalint.fixes.apply import fix_text
 from dynalint.fixes.base import FIX_ERRORS
 from dynalint.lint.rules import all_rules
 
@@ -1431,7 +1433,7 @@ def test_file_changed_on_disk_while_fixing_is_not_written(tmp_path, monkeypatch)
         path.write_text(PRINTING + "# edited by someone else\n")
         return real(text, lint, unsafe)
 
-    monkeypatch.setattr(fix_apply, "fix_text", edit_meanwhile)
+    monkeypatch.setattr(autofix, "fix_text", edit_meanwhile)
     res = _check("--fix", path)
     assert path.read_text() == PRINTING + "# edited by someone else\n"
     assert "changed on disk" in res.output

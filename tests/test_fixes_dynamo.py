@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from dynalint.autofix import fix_source
 from dynalint.config import Config
-from dynalint.fixes.apply import fix_source
 from dynalint.lint.rule import BREAKS, CLEAN, Example
 from dynalint.lint.rules import all_rules
 

@@ -147,7 +147,7 @@ def options(root: Path, **kw) -> MigrateOptions:
 
 def corrupting_fixer(monkeypatch, edit):
     """Wrap fix_paths: after the real fixes, apply `edit(path, text) -> text` to every written file."""
-    import dynalint.fixes.apply as apply
+    import dynalint.autofix as apply
 
     real_fix_paths = apply.fix_paths
 

@@ -124,6 +124,7 @@ def test_an_asserted_and_chain_is_split_once(monkeypatch):
     carrying N lines made the output N squared)."""
     import importlib.util
 
+    import dynalint.fixes.providers  # noqa: F401  (the fixes rules offer, as the engine loads them)
     from dynalint.fixes import checks
     from dynalint.lint import analyzer
 

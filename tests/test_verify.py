@@ -168,8 +168,7 @@ def test_verify_fixed_version_improves_and_outputs_are_compared(monkeypatch):
 @pytest.mark.torch
 def test_verify_uses_the_fixes_stage(monkeypatch):
     """Whatever `check --fix` would change is what verify measures as `after`."""
-    from dynalint.fixes.apply import fix_source
-
+    from dynalint.autofix import fix_source
     path = fixture("log_inside_forward.py")
     fixed = fix_source(Path(path).read_text(), R.display_name(os.path.realpath(path)), Config())
     report = runner.verify(f"{path}::LogInsideForward", input_shape=[4, 16], timing=False)

@@ -155,8 +155,7 @@ def _config_for(target: str):
 
 def fix_in_memory(linted, config, unsafe: bool) -> tuple[dict[str, str], list, list, list[str]]:
     """Run every model file through the fixes stage. -> (overrides, fixed, remaining, errors)."""
-    from dynalint.fixes.apply import fix_source
-
+    from dynalint.autofix import fix_source
     overrides, fixed, remaining, errors = {}, [], [], []
     for sf in linted.files:
         path = str(sf.path)

@@ -169,7 +169,7 @@ class FixStep:
 
 
 def apply_fixes(files, current: Linted, config, state, unsafe: bool) -> FixStep:
-    from dynalint.fixes.apply import fix_paths
+    from dynalint.autofix import fix_paths
     from dynalint.migrate.code import real
     from dynalint.migrate.state import read_text
 

@@ -65,8 +65,7 @@ class Tree:
 
     def revert(self, path: str) -> None:
         """Write the original back, keeping the file's encoding, BOM and newlines (atomically)."""
-        from dynalint.fixes.apply import read_raw, write_atomic
-
+        from dynalint.autofix import read_raw, write_atomic
         target = Path(path)
         write_atomic(target, self.originals[path], read_raw(target))
 

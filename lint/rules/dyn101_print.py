@@ -33,9 +33,7 @@ is advice, not an autofix).
 
 import libcst as cst
 
-from dynalint.fixes.guard import guard_fix
-
-from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule, RuleContext, offer_fix
 
 __doc__ += GUARD_FIX_DOC
 
@@ -57,7 +55,7 @@ class PrintCall(Rule):
                 self,
                 node,
                 "`print()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`",
-                fix=guard_fix(ctx, node, self.code),
+                fix=offer_fix("guard", ctx, node, self.code),
             )
 
     invalid = (

@@ -22,9 +22,7 @@ Remove it before compiling (the unsafe autofix deletes it), or debug the eager m
 
 import libcst as cst
 
-from dynalint.fixes.debugger import debugger_fix
-
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 DEBUGGER_CALLS = frozenset(
     {
@@ -60,7 +58,7 @@ class DebuggerCall(Rule):
                 self,
                 node,
                 f"`{q}()` breaks the graph; remove the debugger call from compiled code",
-                fix=debugger_fix(ctx, node, self.code),
+                fix=offer_fix("debugger", ctx, node, self.code),
             )
 
     invalid = (

@@ -27,9 +27,7 @@ Log outside the compiled region, or guard it (the autofix does this):
 
 import libcst as cst
 
-from dynalint.fixes.guard import guard_fix
-
-from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule, RuleContext, offer_fix
 
 __doc__ += GUARD_FIX_DOC
 
@@ -60,14 +58,14 @@ class LoggingCall(Rule):
                 self,
                 node,
                 f"`{q}()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`",
-                fix=guard_fix(ctx, node, self.code),
+                fix=offer_fix("guard", ctx, node, self.code),
             )
         elif ctx.is_logger(func.value):
             ctx.report(
                 self,
                 node,
                 f"logger call `.{func.attr.value}()` breaks the graph; guard it with `if not torch.compiler.is_compiling():`",
-                fix=guard_fix(ctx, node, self.code),
+                fix=offer_fix("guard", ctx, node, self.code),
             )
 
     invalid = (

@@ -23,9 +23,7 @@ Warn once at construction time (`__init__`), or guard the call with
 
 import libcst as cst
 
-from dynalint.fixes.guard import guard_fix
-
-from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, GUARD_FIX_DOC, Example, Rule, RuleContext, offer_fix
 
 __doc__ += GUARD_FIX_DOC
 
@@ -48,7 +46,7 @@ class WarningsWarn(Rule):
                 self,
                 node,
                 f"`{q}()` breaks the graph; warn in `__init__` or guard with `if not torch.compiler.is_compiling():`",
-                fix=guard_fix(ctx, node, self.code),
+                fix=offer_fix("guard", ctx, node, self.code),
             )
 
     invalid = (

@@ -24,10 +24,8 @@ the compiled model.
 
 import libcst as cst
 
-from dynalint.fixes.scalar import item_fix
-
 from ..kinds import Kind
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 
 class ItemCall(Rule):
@@ -52,7 +50,7 @@ class ItemCall(Rule):
                 self,
                 node,
                 "`.item()` reads a tensor value and breaks the graph; keep it a tensor or return it",
-                fix=item_fix(ctx, node, self.code),
+                fix=offer_fix("item", ctx, node, self.code),
             )
             return
         if type(func) is cst.Name and func.value in ("int", "float", "bool") and len(node.args) == 1:
@@ -62,7 +60,7 @@ class ItemCall(Rule):
                     self,
                     node,
                     f"`{func.value}()` of a tensor reads its value and breaks the graph; keep it a tensor",
-                    fix=item_fix(ctx, node, self.code),
+                    fix=offer_fix("item", ctx, node, self.code),
                 )
 
     invalid = (

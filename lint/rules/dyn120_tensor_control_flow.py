@@ -69,11 +69,7 @@ chain of more than 32 operands, only the leftmost finding does).
 
 import libcst as cst
 
-from dynalint.fixes.checks import assert_split_fix, raise_check_fix
-from dynalint.fixes.cond import cond_fix
-from dynalint.fixes.where import where_fix
-
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torch.cond`"
 
@@ -153,7 +149,11 @@ class TensorControlFlow(Rule):
                 return  # the operands are checked on their own
             if _is_tensor_condition(test, ctx):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
-                fix = where_fix(ctx, test, self.code) or raise_check_fix(ctx, test, self.code) or cond_fix(ctx, test, self.code)
+                fix = (
+                    offer_fix("where", ctx, test, self.code)
+                    or offer_fix("raise_check", ctx, test, self.code)
+                    or offer_fix("cond", ctx, test, self.code)
+                )
                 ctx.report(self, test, MESSAGE.format(what=what), fix=fix)
         elif type(node) is cst.BooleanOperation:
             op = "and" if type(node.operator) is cst.And else "or"
@@ -169,7 +169,7 @@ class TensorControlFlow(Rule):
                 if type(operand) in (cst.BooleanOperation, cst.UnaryOperation):
                     continue
                 if _is_tensor_condition(operand, ctx):
-                    fix = raise_check_fix(ctx, operand, self.code) or assert_split_fix(ctx, operand, self.code)
+                    fix = offer_fix("raise_check", ctx, operand, self.code) or offer_fix("assert_split", ctx, operand, self.code)
                     ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"), fix=fix)
         elif type(node) is cst.UnaryOperation:
             if id(node) in _guarded(ctx):
@@ -177,10 +177,10 @@ class TensorControlFlow(Rule):
             if type(node.operator) is cst.Not and type(node.expression) is not cst.BooleanOperation:
                 if _is_tensor_condition(node.expression, ctx):
                     fix = (
-                        where_fix(ctx, node.expression, self.code)
-                        or raise_check_fix(ctx, node.expression, self.code)
-                        or cond_fix(ctx, node.expression, self.code)
-                        or assert_split_fix(ctx, node.expression, self.code)
+                        offer_fix("where", ctx, node.expression, self.code)
+                        or offer_fix("raise_check", ctx, node.expression, self.code)
+                        or offer_fix("cond", ctx, node.expression, self.code)
+                        or offer_fix("assert_split", ctx, node.expression, self.code)
                     )
                     ctx.report(self, node.expression, MESSAGE.format(what="`not`"), fix=fix)
         elif type(node) is cst.Call:

@@ -29,10 +29,8 @@ traces assignment through a mask (probed on torch 2.13).
 
 import libcst as cst
 
-from dynalint.fixes.masking import mask_fix
-
 from ..kinds import Kind
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 DYNAMIC_FUNCS = frozenset(
     {
@@ -70,17 +68,17 @@ class DynamicShapeOp(Rule):
         if type(node) is cst.Call:
             q = ctx.call_name(node)
             if q in DYNAMIC_FUNCS:
-                ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=mask_fix(ctx, node, self.code))
+                ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=offer_fix("mask", ctx, node, self.code))
             elif q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value):
                 ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output shape and breaks the graph")
             elif q == "torch.where" and len(node.args) == 1:
-                ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form", fix=mask_fix(ctx, node, self.code))
+                ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form", fix=offer_fix("mask", ctx, node, self.code))
             elif (
                 type(node.func) is cst.Attribute
                 and node.func.attr.value in DYNAMIC_METHODS
                 and ctx.is_tensor(node.func.value)
             ):
-                ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=mask_fix(ctx, node, self.code))
+                ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=offer_fix("mask", ctx, node, self.code))
             return
         # x[mask] with a boolean tensor mask, read (not assigned); `x[mask] += v` reads it first.
         storing = ctx.in_assignment_target()
@@ -100,7 +98,7 @@ class DynamicShapeOp(Rule):
                     self,
                     node,
                     "indexing with a boolean mask has a data-dependent output shape and breaks the graph; use `torch.where(mask, x, 0)`",
-                    fix=mask_fix(ctx, node, self.code),
+                    fix=offer_fix("mask", ctx, node, self.code),
                 )
                 return
 

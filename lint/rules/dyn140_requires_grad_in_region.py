@@ -27,9 +27,7 @@ gradient checkpointing) into `torch.zeros(..., requires_grad=True)` (`requires_g
 
 import libcst as cst
 
-from dynalint.fixes.requires_grad import requires_grad_fix
-
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 
 class RequiresGradInRegion(Rule):
@@ -55,7 +53,7 @@ class RequiresGradInRegion(Rule):
                         node,
                         "setting `.requires_grad` in compiled code breaks the graph; create the tensor with "
                         "`requires_grad=` (traced) or set it before calling the compiled model",
-                        fix=requires_grad_fix(ctx, node, self.code),
+                        fix=offer_fix("requires_grad", ctx, node, self.code),
                     )
             return
         q = ctx.call_name(node)

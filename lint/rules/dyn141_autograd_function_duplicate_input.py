@@ -30,10 +30,8 @@ or modifies one in place sees two tensors (no fix is offered in a file that call
 
 import libcst as cst
 
-from dynalint.fixes.autograd import duplicate_input_fix
-
 from ..nodes import dotted
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 FUNCTION_BASES = frozenset(
     {"torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction"}
@@ -87,7 +85,7 @@ class AutogradFunctionDuplicateInput(Rule):
                     self,
                     node,
                     f"`{name}` is passed twice to `{dotted(func)}()`: a custom autograd.Function with a duplicate tensor input breaks the graph; pass `{name}.clone()` the second time",
-                    fix=duplicate_input_fix(ctx, arg, self.code),
+                    fix=offer_fix("duplicate_input", ctx, arg, self.code),
                 )
                 return
             seen.add(name)

@@ -32,9 +32,7 @@ attribute nowhere else and no nested function or other method of the class reads
 
 import libcst as cst
 
-from dynalint.fixes.buffers import buffer_local_fix
-
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 # Tensor methods that return the tensor itself when they have nothing to do.
 SELF_RETURNING = frozenset(
@@ -81,7 +79,7 @@ class BufferReassigned(Rule):
                     self,
                     node,
                     f"`self.{source} = self.{source}.{method}(...)` re-registers an `nn.Buffer` and breaks the graph; assign the result to a local variable",
-                    fix=buffer_local_fix(ctx, node, source, self.code),
+                    fix=offer_fix("buffer_local", ctx, node, source, self.code),
                 )
                 return
 

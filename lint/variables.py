@@ -1,12 +1,12 @@
-"""Facts about a function's variables that a fix needs and the lint's kinds do not track:
-which names an expression reads, and whether a variable may hold None."""
+"""Facts about a function's variables that the walk's kinds do not track (fix generators and
+DYN106 ask them): which names an expression reads, and whether a variable may hold None."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from dynalint.lint.fastcst import iter_nodes
-from dynalint.lint.nodes import is_none
+from .fastcst import iter_nodes
+from .nodes import is_none
 
 
 def variable_names(root: cst.CSTNode) -> set[str]:

@@ -1,0 +1,44 @@
+"""The fixes rules offer, registered by the names rules ask for (`lint.rule.offer_fix`), and the
+clean-ups `fixes/apply.py` runs after them.
+
+Importing this module fills the lint layer's fix-provider table; the app (`dynalint.engine`)
+does so before it lints, so that the lint layer never imports the fix generators.
+"""
+
+from __future__ import annotations
+
+from dynalint.lint.rule import register_fix_provider
+
+from .apply import AFTER_FIXES
+from .autograd import duplicate_input_fix
+from .buffers import buffer_local_fix
+from .checks import assert_split_fix, raise_check_fix
+from .cond import cond_fix
+from .debugger import debugger_fix, remove_unused_debugger_imports
+from .guard import guard_fix
+from .masking import mask_fix
+from .numpy_math import numpy_math_fix
+from .requires_grad import requires_grad_fix
+from .scalar import item_fix
+from .where import where_fix
+
+PROVIDERS = {
+    "guard": guard_fix,  # DYN101, DYN103, DYN104
+    "debugger": debugger_fix,  # DYN102
+    "numpy_math": numpy_math_fix,  # DYN106
+    "item": item_fix,  # DYN110
+    "where": where_fix,  # DYN120
+    "raise_check": raise_check_fix,  # DYN120
+    "cond": cond_fix,  # DYN120
+    "assert_split": assert_split_fix,  # DYN120
+    "mask": mask_fix,  # DYN130
+    "requires_grad": requires_grad_fix,  # DYN140
+    "duplicate_input": duplicate_input_fix,  # DYN141
+    "buffer_local": buffer_local_fix,  # DYN142
+}
+
+for _name, _provider in PROVIDERS.items():
+    register_fix_provider(_name, _provider)
+
+# Several debugger calls removed in one run leave their imports unused: drop them at the end.
+AFTER_FIXES["DYN102"] = remove_unused_debugger_imports

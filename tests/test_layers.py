@@ -1,0 +1,86 @@
+"""Dependencies go one way: core (`dynalint.findings`) <- lint (`lint/`) <- fixes (`fixes/`) <- the
+app (engine, check, autofix, verify, migrate, lsp, ...). Rules offer fixes through the registry in
+`lint/rule.py` (filled by `fixes/providers.py`), never by importing them; `dynalint.config` sits
+above lint, since it checks rule codes against the catalog.
+
+Every import counts: module level, inside functions, under `TYPE_CHECKING`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"lint": "dynalint.lint", "fixes": "dynalint.fixes"}
+CORE = ("dynalint.findings",)
+ALLOWED = {
+    "lint": CORE + ("dynalint.lint",),
+    "fixes": CORE + ("dynalint.lint", "dynalint.fixes"),
+}
+
+
+def _module_name(path: Path) -> tuple[str, bool]:
+    rel = path.relative_to(ROOT)
+    parts = [PACKAGES[rel.parts[0]]] + list(rel.with_suffix("").parts[1:])
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    return ".".join(parts), is_package
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
+    """(absolute module name, line) of every import in the file."""
+    name, is_package = _module_name(path)
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # `from dynalint import engine` imports dynalint.engine
+            out += [(f"{module}.{alias.name}", node.lineno) for alias in node.names]
+    return out
+
+
+def _outside(layer: str) -> list[str]:
+    allowed = ALLOWED[layer]
+    bad = []
+    for path in sorted((ROOT / layer).rglob("*.py")):
+        for module, line in imports_of(path):
+            if not module.startswith("dynalint") or module == "dynalint.__version__":
+                continue
+            if not any(module == a or module.startswith(a + ".") for a in allowed):
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {module}")
+    return bad
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_a_layer_imports_only_the_layers_below_it(layer):
+    assert _outside(layer) == []
+
+
+def test_the_check_sees_imports_in_functions_and_relative_ones(tmp_path):
+    """The scan itself: a function-level import of the app from lint/ would be caught."""
+    found = dict(imports_of(ROOT / "lint" / "rule.py"))
+    assert "dynalint.lint.probed.PROBED" in found  # `from .probed import PROBED` inside a function
+    found = dict(imports_of(ROOT / "fixes" / "providers.py"))
+    assert "dynalint.fixes.guard.guard_fix" in found and "dynalint.lint.rule.register_fix_provider" in found
+
+
+def test_rules_offer_every_fix_they_name():
+    """Each name a rule passes to `offer_fix` has a provider once the fixes are loaded."""
+    import re
+
+    import dynalint.fixes.providers as providers
+
+    names = set()
+    for path in (ROOT / "lint" / "rules").glob("dyn*.py"):
+        names |= set(re.findall(r'offer_fix\("(\w+)"', path.read_text()))
+    assert names and names == set(providers.PROVIDERS)
