@@ -10,7 +10,7 @@ import contextlib
 import functools
 import gc
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
@@ -131,25 +131,34 @@ def one_line_reason(exc: BaseException, limit: int = 200) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def _cache_key(cache, item: tuple, text: str) -> str:
-    display, _path, module, is_package, _text, compiling_fns, _cache_dir = item[:7]
-    facts = _facts_of(item)
-    return cache.key(text, display, module, is_package, (compiling_fns, facts) if facts else compiling_fns)
+@dataclass(frozen=True)
+class WorkItem:
+    """What `_analyze_one` takes for a file (picklable for workers)."""
+
+    display: str
+    path: str
+    module: str
+    is_package: bool
+    text: Optional[str]  # None: read from `path` when needed
+    compiling_fns: tuple
+    cache_dir: Optional[str]
+    # What other files tell about this one (lint/hints.py), given by the cross-file rounds and by
+    # re-analyses with last run's facts; None for a first-pass item.
+    facts: Optional[dict] = None
 
 
-def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str]) -> tuple:
-    """What `_analyze_one` takes for a file (picklable for workers); the cross-file rounds append
-    the facts other files give it."""
-    return (f.display, str(f.path), f.module, f.is_package, f.text, compiling_fns, cache_dir)
+def _cache_key(cache, item: WorkItem, text: str) -> str:
+    facts = item.facts
+    return cache.key(text, item.display, item.module, item.is_package, (item.compiling_fns, facts) if facts else item.compiling_fns)
 
 
-def _facts_of(item: tuple) -> Optional[dict]:
-    """The facts a work item was given (an eighth element, appended by the cross-file rounds and
-    by re-analyses with last run's facts), None for a first-pass item."""
-    return item[7] if len(item) > 7 else None
+def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str]) -> WorkItem:
+    """A first-pass work item for a file; the cross-file rounds give copies the facts other files
+    tell about it."""
+    return WorkItem(f.display, str(f.path), f.module, f.is_package, f.text, compiling_fns, cache_dir)
 
 
-def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
+def _analyze_one(args: WorkItem, interface_only: bool = False) -> tuple[str, dict]:
     """Worker: returns (display, summary-as-dict). Runs in a child process for big runs.
     `interface_only`: the caller reads only the summary's interface, so no rule runs (about half
     of an analysis: rules, fixes, positions) and the entry, which lacks the findings, is cached
@@ -158,8 +167,9 @@ def _analyze_one(args: tuple, interface_only: bool = False) -> tuple[str, dict]:
     from dynalint.lint.analyzer import AnalyzerOptions, analyze_source
     from dynalint.lint.summary import interface_fingerprint
 
-    display, path, module, is_package, text, compiling_fns, cache_dir = args[:7]
-    facts = _facts_of(args)  # what other files tell about this one (lint/hints.py)
+    display, path, module, is_package, text = args.display, args.path, args.module, args.is_package, args.text
+    compiling_fns, cache_dir = args.compiling_fns, args.cache_dir
+    facts = args.facts  # what other files tell about this one (lint/hints.py)
     cache = None
     if cache_dir is not None:
         from dynalint.cache import Cache
@@ -250,8 +260,8 @@ class _RunCache:
 
 
 def _cached_results(
-    work: list[tuple], run_cache: Optional[_RunCache], known_keys: Optional[dict[str, str]] = None
-) -> tuple[dict[str, dict], list[tuple], dict[str, str]]:
+    work: list[WorkItem], run_cache: Optional[_RunCache], known_keys: Optional[dict[str, str]] = None
+) -> tuple[dict[str, dict], list[WorkItem], dict[str, str]]:
     """Cache hits looked up here, in the calling process (a warm run starts no worker); the
     misses come back with their text already read, so workers do not read them again; the keys
     of all that could be read come too (display -> key). Items in `work` get their text filled
@@ -260,11 +270,11 @@ def _cached_results(
     if run_cache is None:
         return {}, work, {}
     hits: dict[str, dict] = {}
-    misses: list[tuple] = []
+    misses: list[WorkItem] = []
     keys: dict[str, str] = {}
     for i, item in enumerate(work):
-        display, path, module, _, text = item[:5]
-        first_pass = _facts_of(item) is None
+        display, path, module, text = item.display, item.path, item.module, item.text
+        first_pass = item.facts is None
         known = known_keys.get(display) if known_keys and text is None and first_pass else None
         data = run_cache.get(known) if known is not None else None
         if data is not None:
@@ -277,7 +287,7 @@ def _cached_results(
             except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
                 hits[display] = _read_failure(display, module, exc)
                 continue
-            item = work[i] = item[:4] + (text,) + item[5:]
+            item = work[i] = replace(item, text=text)
         key = keys[display] = _cache_key(run_cache.cache, item, text)
         data = run_cache.get(key)
         if data is not None:
@@ -287,7 +297,7 @@ def _cached_results(
     return hits, misses, keys
 
 
-def _analyze_missing(runner: "_Runner", misses: list[tuple], keys: dict[str, str], run_cache: Optional[_RunCache], progress=None, done: int = 0, total: int = 0):
+def _analyze_missing(runner: "_Runner", misses: list[WorkItem], keys: dict[str, str], run_cache: Optional[_RunCache], progress=None, done: int = 0, total: int = 0):
     """(display, data) for each miss, analysed by the runner; recorded for the next pack."""
     for display, data in runner.run(_largest_first(misses), progress, done=done, total=total):
         if run_cache is not None and display in keys:
@@ -332,7 +342,7 @@ class _Runner:
             self.pool = cf.ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx, initializer=_worker_start)
         return self.pool
 
-    def run(self, work: list[tuple], progress: Optional[Callable[[int, int], None]] = None, done: int = 0, total: int = 0):
+    def run(self, work: list[WorkItem], progress: Optional[Callable[[int, int], None]] = None, done: int = 0, total: int = 0):
         """Yields (display, data) in the order of `work`."""
         total = total or len(work)
         if self.jobs > 1 and len(work) >= 8:
@@ -347,14 +357,14 @@ class _Runner:
             yield display, data
 
 
-def _largest_first(work: list[tuple]) -> list[tuple]:
+def _largest_first(work: list[WorkItem]) -> list[WorkItem]:
     """Big files first, so that no worker is left alone with a big one at the end."""
 
-    def size(item: tuple) -> int:
-        if item[4] is not None:
-            return len(item[4])
+    def size(item: WorkItem) -> int:
+        if item.text is not None:
+            return len(item.text)
         try:
-            return os.stat(item[1]).st_size
+            return os.stat(item.path).st_size
         except OSError:
             return 0
 
@@ -385,7 +395,7 @@ def analyze_files(
     _package_parts.cache_clear()  # (the language server) must see new folders and packages
     _folder_module_parts.cache_clear()
     with _gc_paused():
-        run_cache = _RunCache(cache_dir, [w[0] for w in work]) if cache_dir is not None else None
+        run_cache = _RunCache(cache_dir, [w.display for w in work]) if cache_dir is not None else None
         results, misses, keys = _cached_results(work, run_cache, known_keys)
     if progress and results:
         progress(len(results), len(work))
@@ -519,7 +529,7 @@ def _apply_external_hints(
     from dynalint.lint.hints import cross_file_facts
     from dynalint.lint.regions import Project
 
-    item_of = {w[0]: w for w in work}
+    item_of = {w.display: w for w in work}
     index = {s.filename: i for i, s in enumerate(summaries)}
     used: dict[str, dict] = {}
     project: Optional[Project] = None
@@ -533,7 +543,7 @@ def _apply_external_hints(
             if used.get(filename) == hints or filename not in item_of:
                 continue
             used[filename] = hints
-            batch.append(item_of[filename] + (hints,))
+            batch.append(replace(item_of[filename], facts=hints))
         if not batch:
             break
         with _gc_paused():
@@ -546,13 +556,13 @@ def _apply_external_hints(
         results.update(_analyze_missing(runner, misses, keys, run_cache, progress if misses else None))
         with _gc_paused():
             for item in batch:
-                i = index[item[0]]
-                new = FileSummary.from_cache(results[item[0]])
+                i = index[item.display]
+                new = FileSummary.from_cache(results[item.display])
                 if project is not None and not project.replace(summaries[i], new):
                     project = None  # names changed: the next round builds a project anew
                 summaries[i] = new
                 if trace is not None:
-                    trace.setdefault(item[0], []).append((item[-1], keys.get(item[0]), results[item[0]]))
+                    trace.setdefault(item.display, []).append((item.facts, keys.get(item.display), results[item.display]))
     return summaries, project
 
 
@@ -619,7 +629,7 @@ def analyze_with_facts(file: SourceFile, config: Config, facts: Optional[dict] =
     from dynalint.lint.summary import FileSummary
 
     item = _work_item(file, tuple(config.is_compiling_functions), None)
-    _display, data = _analyze_one(item + (facts,) if facts else item)
+    _display, data = _analyze_one(replace(item, facts=facts) if facts else item)
     return FileSummary.from_cache(data)
 
 

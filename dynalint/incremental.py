@@ -33,6 +33,7 @@ import hashlib
 import marshal
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
@@ -88,7 +89,7 @@ def lint_tree(
     compiling = tuple(config.is_compiling_functions)
     work = [engine._work_item(f, compiling, str(cache_dir)) for f in files]
     roots = repr(tuple(config.extra_roots))
-    name = _state_name(cache, [w[0] for w in work], (compiling, roots))
+    name = _state_name(cache, [w.display for w in work], (compiling, roots))
     with engine._gc_paused():  # ~100,000 small acyclic objects
         state = cache.load_state(name)
     known_keys: dict[str, str] = {}  # of files found unchanged, for the whole-tree path
@@ -99,7 +100,7 @@ def lint_tree(
             if changed:
                 cache.save_state(name, state)
             return findings
-    stats = {w[0]: _stat(w[1]) for w in work}  # before the files are read: see _stat
+    stats = {w.display: _stat(w.path) for w in work}  # before the files are read: see _stat
     trace: dict = {}
     summaries = engine.analyze_files(
         files, config, jobs=jobs, cache_dir=Path(cache_dir), progress=progress, trace=trace, known_keys=known_keys
@@ -161,13 +162,13 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
     changed = []
     stats_changed = False
     for item in work:
-        entry = known.get(item[0])
+        entry = known.get(item.display)
         if entry is None:
             return None
-        display, path, module, _, text = item[:5]
+        path, text = item.path, item.text
         stat = _stat(path) if text is None else None
         if stat is not None and stat == entry[4]:
-            known_keys[item[0]] = entry[0]
+            known_keys[item.display] = entry[0]
             continue  # same size, time and inode as when its key was computed
         entry[4] = stat
         if text is None:
@@ -175,7 +176,7 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
                 text = engine.read_source(Path(path))
             except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
                 return None  # the whole-tree path reports it
-            item = item[:4] + (text,) + item[5:]
+            item = replace(item, text=text)
         key = engine._cache_key(cache, item, text)
         if key != entry[0]:
             changed.append((item, key))
@@ -190,38 +191,38 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
             return None
         live_in = live_file["files"]
     res = None  # what proves a changed interface local: loaded for the first one
-    modules = {w[2] for w in work}
+    modules = {w.module for w in work}
     for item, key in changed:
-        if item[0] not in live_in:
+        if item.display not in live_in:
             return None
-        entry = known[item[0]]
+        entry = known[item.display]
         # The file alone, then with the facts of each cross-file round it took part in; only the
         # last analysis's findings are kept, so the ones before it run no rules.
-        analyses = [item] + [item + (facts,) for facts, _old_key, _fp in entry[2]]
+        analyses = [item] + [replace(item, facts=facts) for facts, _old_key, _fp in entry[2]]
         expected = [entry[1]] + [fingerprint for _facts, _old_key, fingerprint in entry[2]]
         datas = list(_analyze_all(analyses, jobs))
         fingerprints = [interface_fingerprint(d) for d in datas]
-        live = set(live_in[item[0]])
+        live = set(live_in[item.display])
         if fingerprints != expected:
             if res is None:
                 res = cache.load_state(name + ".res")
                 if res.get("run") != state.get("run") or "files" not in res:
                     return None
-            blob = res["files"].get(item[0])
+            blob = res["files"].get(item.display)
             if blob is None:
                 return None
             boundary = marshal.loads(blob)
             old_keys = [entry[0]] + [old_key for _facts, old_key, _fp in entry[2]]
-            live = _local_change(item[2], boundary, old_keys, datas, cache, res, modules)
+            live = _local_change(item.module, boundary, old_keys, datas, cache, res, modules)
             if live is None:
                 return None
-            res["files"][item[0]] = marshal.dumps(boundary)  # names the new calls look at
-            live_in[item[0]] = sorted(live)
+            res["files"][item.display] = marshal.dumps(boundary)  # names the new calls look at
+            live_in[item.display] = sorted(live)
         chain = [
-            (facts, engine._cache_key(cache, item + (facts,), item[4]), fingerprint)
+            (facts, engine._cache_key(cache, replace(item, facts=facts), item.text), fingerprint)
             for (facts, _old_key, _fp), fingerprint in zip(entry[2], fingerprints[1:])
         ]
-        known[item[0]] = [key, fingerprints[0], chain, _local(datas[-1], live), entry[4]]
+        known[item.display] = [key, fingerprints[0], chain, _local(datas[-1], live), entry[4]]
     if res is not None:
         # Interfaces changed: a new run id for the three files, the state (saved by the caller)
         # last, so that a run that reads them while they are written sees a mismatch.
@@ -229,7 +230,7 @@ def _relint_changed(state: dict, work: list, cache, config: Config, name: str, k
         cache.save_state(name + ".live", {"run": state["run"], "files": live_in})
         cache.save_state(name + ".res", res)
     with engine._gc_paused():
-        summaries = [_local_summary(item, known[item[0]][3]) for item in work]
+        summaries = [_local_summary(item, known[item.display][3]) for item in work]
     return engine.enabled_findings(summaries, config), bool(changed) or stats_changed  # all live
 
 
@@ -589,7 +590,7 @@ def _external_calls(entry: dict, tops: set) -> set:
 PARALLEL_MIN_CHARS = 40_000
 
 
-def _analyze_all(analyses: list[tuple], jobs: int) -> Iterable[dict]:
+def _analyze_all(analyses: list, jobs: int) -> Iterable[dict]:
     """The entries of one file's analyses (work items that differ only in their facts), in order.
     All but the last are interface-only. A big file's analyses run side by side in forked
     workers, which inherit the tree parsed and the module level scanned here (the analyzer keeps
@@ -598,7 +599,7 @@ def _analyze_all(analyses: list[tuple], jobs: int) -> Iterable[dict]:
 
     last = len(analyses) - 1
     jobs = jobs or os.cpu_count() or 1
-    text = analyses[0][4]
+    text = analyses[0].text
     if last == 0 or jobs < 2 or text is None or len(text) < PARALLEL_MIN_CHARS or not hasattr(os, "fork"):
         return [engine._analyze_one(a, interface_only=i < last)[1] for i, a in enumerate(analyses)]
     import concurrent.futures as cf
@@ -606,19 +607,19 @@ def _analyze_all(analyses: list[tuple], jobs: int) -> Iterable[dict]:
 
     from dynalint.lint.analyzer import prepare
 
-    prepare(text, analyses[0][0], analyses[0][2], analyses[0][3])
+    prepare(text, analyses[0].display, analyses[0].module, analyses[0].is_package)
     with cf.ProcessPoolExecutor(max_workers=min(jobs - 1, last), mp_context=mp.get_context("fork")) as pool:
         futures = [pool.submit(engine._analyze_one, a, True) for a in analyses[:last]]
         final = engine._analyze_one(analyses[last])[1]  # the one with rules, here meanwhile
         return [f.result()[1] for f in futures] + [final]
 
 
-def _local_summary(item: tuple, local: list):
+def _local_summary(item, local: list):
     """A summary holding what output reads (findings, noqa, facts) and no interface."""
     from dynalint.lint.summary import FileSummary
 
     findings, noqa, facts = local
     return FileSummary.from_cache({
-        "filename": item[0], "module": item[2], "imports": {}, "classes": {}, "functions": {},
+        "filename": item.display, "module": item.module, "imports": {}, "classes": {}, "functions": {},
         "compile_targets": [], "findings": findings, "noqa": noqa, "facts": facts,
     })

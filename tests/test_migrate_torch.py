@@ -16,6 +16,7 @@ import pytest
 
 from dynalint.console import EXIT_FINDINGS
 from dynalint.migrate.command import MigrateOptions, run_migration
+from dynalint.migrate.options import MeasureOptions
 from tests.test_migrate import corrupting_fixer, git, make_repo
 
 pytestmark = pytest.mark.torch
@@ -119,8 +120,8 @@ def test_fix_that_changes_outputs_is_reverted(tmp_path, monkeypatch):
     root = make_repo(tmp_path, {k: textwrap.dedent(v).lstrip("\n") for k, v in files.items()})
     monkeypatch.chdir(root)
     corrupting_fixer(monkeypatch, lambda name, text: text.replace("* 2", "* 3"))
-    opts = MigrateOptions(path=root / "pkg", models=root / "MODELS.py", report_dir=root / "report", timing=False,
-                          device="cpu", timeout=300)
+    opts = MigrateOptions(path=root / "pkg", models=root / "MODELS.py", report_dir=root / "report",
+                          measure=MeasureOptions(timing=False, device="cpu", timeout=300))
     assert run_migration(opts) == EXIT_FINDINGS
     assert "* 2" in (root / "pkg/net.py").read_text() and "is_compiling" not in (root / "pkg/net.py").read_text()
     data = json.loads((root / "report/report.json").read_text())

@@ -29,6 +29,7 @@ import click
 from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
 
 from dynalint.findings import Finding
+from dynalint.migrate.options import MeasureOptions
 
 STEPS = 5
 
@@ -45,13 +46,7 @@ class MigrateOptions:
     unsafe_fixes: bool = False
     try_settings: bool = False  # also try Dynamo settings on models that still break
     allow_dirty: bool = False
-    device: str = "auto"
-    backend: str = "inductor"
-    repeat: int = 20
-    warmup: int = 3
-    timing: bool = True
-    seed: int = 0
-    timeout: float = 600.0
+    measure: MeasureOptions = field(default_factory=MeasureOptions)  # device, backend, rounds, timeout
     sys_path: list[Path] = field(default_factory=list)
     config_file: Optional[Path] = None
 
@@ -264,7 +259,6 @@ def verify_step(opts: MigrateOptions, files, before: Linted, fix: FixStep, confi
     """Measure every model before and after, reverting fixes that hurt; -> (code map, verifier, runs)."""
     from dynalint.migrate.code import CodeMap, real
     from dynalint.migrate.verify import (
-        MeasureOptions,
         Measurer,
         ModelVerifier,
         Tree,
@@ -274,11 +268,11 @@ def verify_step(opts: MigrateOptions, files, before: Linted, fix: FixStep, confi
     code = CodeMap.build(files, before.summaries)
     if real(opts.models) not in code.module_of:  # MODELS.py outside PATH: still follow its imports
         code = _with_models_file(files, before.summaries, opts.models, config)
-    options = MeasureOptions(opts.device, opts.backend, opts.repeat, opts.warmup, opts.timing, opts.seed, opts.timeout)
+    options = opts.measure
     sys_path = [str(p.resolve()) for p in opts.sys_path]
     sys_path += [str(opts.models.resolve().parent), str(import_root(opts.path))]
-    measurer = Measurer(measure, visible_gpus(opts.device) if measure is None else [], opts.timeout)
-    step(3, f"verify: {plural(len(entries), 'model')} on device {opts.device}")
+    measurer = Measurer(measure, visible_gpus(options.device) if measure is None else [], options.timeout)
+    step(3, f"verify: {plural(len(entries), 'model')} on device {options.device}")
     verifier = ModelVerifier(Tree(dict(fix.originals)), code, state, options, str(opts.models),
                              list(dict.fromkeys(sys_path)), measurer, progress)
     runs = verifier.run(entries)
@@ -328,8 +322,8 @@ def migrate(path, models, unsafe_fixes, device, report_dir, allow_dirty, backend
             timeout, sys_path, config_file, try_settings, exit_zero):
     """Migrate PATH to torch.compile: lint, fix, verify the fixes on the models of MODELS.py, report."""
     opts = MigrateOptions(path=path, models=models, report_dir=report_dir, unsafe_fixes=unsafe_fixes,
-                          allow_dirty=allow_dirty, device=device, backend=backend, repeat=repeat, warmup=warmup,
-                          timing=not no_timing, seed=seed, timeout=timeout, sys_path=list(sys_path),
+                          allow_dirty=allow_dirty, measure=MeasureOptions(device=device, backend=backend, repeat=repeat,
+                          warmup=warmup, timing=not no_timing, seed=seed, timeout=timeout), sys_path=list(sys_path),
                           config_file=config_file, try_settings=try_settings)
     try:
         code = run_migration(opts)

@@ -23,25 +23,10 @@ from typing import Callable, Optional
 
 from dynalint.migrate.code import CodeMap, real
 from dynalint.migrate.models import ModelEntry
+from dynalint.migrate.options import MeasureOptions
 from dynalint.migrate.state import MigrationState, key_of, read_text, text_hash
 
 MAX_ROUNDS = 4  # revert rounds: each reverts at least one file, so this bounds the work
-
-
-@dataclass(frozen=True)
-class MeasureOptions:
-    device: str = "auto"
-    backend: str = "inductor"
-    repeat: int = 20
-    warmup: int = 3
-    timing: bool = True
-    seed: int = 0
-    timeout: float = 600.0
-
-    def key(self) -> dict:
-        """What changes a measurement (timeout does not)."""
-        return {"device": self.device, "backend": self.backend, "repeat": self.repeat, "warmup": self.warmup,
-                "timing": self.timing, "seed": self.seed}
 
 
 # --------------------------------------------------------------------------------------------
