@@ -28,7 +28,7 @@ from typing import Any, Optional
 from dynalint import __version__
 from dynalint.atomic import write_bytes_atomically
 
-FORMAT = "m4"  # bump when the entry layout or what an analysis infers changes
+FORMAT = "m5"  # bump when the entry layout or what an analysis infers changes
 # Packs, run records and states are per set of linted files: a pre-commit hook makes a new set
 # on most commits. Each of those folders keeps the files most recently used.
 KEEP_PER_FOLDER = 128

@@ -852,3 +852,35 @@ def test_a_passthrough_helper_in_another_file_gives_back_its_callers_arguments(t
     (root / "pkg/utils.py").write_text("def default(val, d):\n    return 1\n")
     warm = lint(root, cache_dir)
     assert warm == findings(root, None) == []
+
+
+def test_a_library_wrapper_linted_in_its_own_file_is_reported_at_the_operator_inside(tmp_path):
+    # Linting torchvision itself: `nms()` in ops/boxes.py wraps `torch.ops.torchvision.nms`, the
+    # operator Dynamo breaks on. The operator is reported; the wrapper's calls in the same file are
+    # not (they would count the same break twice). Another file calling the wrapper still gets it.
+    write_tree(tmp_path, {
+        "torchvision/__init__.py": "",
+        "torchvision/ops/__init__.py": "from .boxes import nms\n",
+        "torchvision/ops/boxes.py": """
+            import torch
+
+            def nms(boxes, scores, iou_threshold: float):
+                return torch.ops.torchvision.nms(boxes, scores, iou_threshold)
+
+            @torch.compile
+            def batched(boxes: torch.Tensor, scores: torch.Tensor, idxs: torch.Tensor):
+                offsets = idxs.to(boxes) * (boxes.max() + 1)
+                keep = nms(boxes + offsets[:, None], scores, 0.5)
+                return keep
+        """,
+        "user.py": """
+            import torch
+            from torchvision.ops import nms
+
+            @torch.compile
+            def detect(boxes: torch.Tensor, scores: torch.Tensor):
+                return nms(boxes, scores, 0.5)
+        """,
+    })
+    got = sorted((f, row, code) for f, row, _col, code, _msg in findings(tmp_path) if code == "DYN130")
+    assert got == [("torchvision/ops/boxes.py", 5, "DYN130"), ("user.py", 7, "DYN130")]

@@ -53,6 +53,16 @@ ADVICE = (
 )
 
 
+def _file_functions(ctx) -> frozenset:
+    """Names of the functions the file defines at module level (asked per function walked)."""
+    state = ctx.rule_state("DYN130")
+    names = state.get("file_functions")
+    if names is None:
+        names = state["file_functions"] = frozenset(
+            stmt.name.value for stmt in ctx.module.body if type(stmt) is cst.FunctionDef)
+    return names
+
+
 class DynamicShapeOp(Rule):
     code = "DYN130"
     name = "data-dependent-output-shape"
@@ -67,7 +77,9 @@ class DynamicShapeOp(Rule):
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
             q = ctx.call_name(node)
-            if q in DYNAMIC_FUNCS:
+            # A wrapper defined in this very file (torchvision's own `nms()` in ops/boxes.py) is
+            # linted too: the operator inside it is reported there, not each call of the wrapper.
+            if q in DYNAMIC_FUNCS and not (type(node.func) is cst.Name and node.func.value in _file_functions(ctx)):
                 ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=offer_fix("mask", ctx, node, self.code))
             elif q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value):
                 ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output shape and breaks the graph")
