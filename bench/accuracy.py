@@ -210,7 +210,8 @@ def _eval_only(model):
 
 # Research code, written without type annotations: each package installed with `pip install
 # --no-deps` (and its small pure-Python dependencies). Random init, small configs, no downloads.
-RESEARCH_PACKAGES = ("x_transformers", "vector_quantize_pytorch", "whisper", "segment_anything", "open_clip")
+RESEARCH_PACKAGES = ("x_transformers", "vector_quantize_pytorch", "whisper", "segment_anything", "open_clip",
+                     "encodec", "torch_geometric")
 RESEARCH_MODELS = [
     "x_transformers:decoder", "x_transformers:decoder_features", "x_transformers:encoder",
     "x_transformers:continuous", "x_transformers:xtransformer",
@@ -218,13 +219,17 @@ RESEARCH_MODELS = [
     "vector_quantize_pytorch:residual_vq", "vector_quantize_pytorch:fsq", "vector_quantize_pytorch:residual_fsq",
     "vector_quantize_pytorch:lfq", "vector_quantize_pytorch:residual_lfq", "vector_quantize_pytorch:simvq",
     "whisper:tiny", "segment_anything:sam", "open_clip:clip",
+    "encodec:encodec",
+    "torch_geometric:gcn", "torch_geometric:gat", "torch_geometric:sage", "torch_geometric:gin_pool",
+    "torch_geometric:transformer_conv",
 ]
 
 
 def _stub_missing_imports() -> None:
     """torchvision (transforms and ops, imported by segment_anything's and open_clip's package
-    modules for preprocessing) and numba (whisper's word timing) are not needed by any forward
-    measured here; when they are not installed, stand-ins let the packages import."""
+    modules for preprocessing), numba (whisper's word timing) and torchaudio (encodec's audio file
+    helpers) are not needed by any forward measured here; when they are not installed, stand-ins
+    let the packages import."""
     import importlib.abc
     import importlib.machinery
     import importlib.util
@@ -265,7 +270,7 @@ def _stub_missing_imports() -> None:
         def exec_module(self, module):
             module.__path__ = []
 
-    missing = tuple(m for m in ("torchvision", "numba") if importlib.util.find_spec(m) is None)
+    missing = tuple(m for m in ("torchvision", "numba", "torchaudio") if importlib.util.find_spec(m) is None)
     if missing:
         sys.meta_path.append(Finder(missing))
 
@@ -384,6 +389,48 @@ def build_research(name: str):
         )
         return model.eval(), {"image": torch.randn(2, 3, 32, 32, generator=gen),
                               "text": torch.randint(1, 64, (2, 16), generator=gen)}
+    if pkg == "encodec":  # SEANet encoder/decoder with LSTMs, residual VQ (as the 48 kHz model); small, random
+        import encodec.modules as em
+        import encodec.quantization as eq
+        from encodec.model import EncodecModel
+
+        # weight_norm (the default) makes weights non-leaf tensors that the fresh copy for Dynamo cannot deepcopy
+        kw = dict(channels=1, dimension=32, n_filters=4, ratios=[4, 2], causal=False, lstm=1, norm="time_group_norm")
+        model = EncodecModel(em.SEANetEncoder(**kw), em.SEANetDecoder(**kw),
+                             eq.ResidualVectorQuantizer(dimension=32, n_q=4, bins=64),
+                             [1.5, 3.0], sample_rate=800, channels=1, normalize=True, name="tiny")
+        model.set_target_bandwidth(3.0)
+        return model.eval(), {"x": torch.randn(2, 1, 400, generator=gen)}
+    if pkg == "torch_geometric":  # a random graph of 12 nodes in two components
+        from torch_geometric.nn import GINConv, TransformerConv, global_mean_pool
+        from torch_geometric.nn import models as gm
+
+        x = torch.randn(12, 8, generator=gen)
+        edge_index = torch.randint(0, 12, (2, 40), generator=gen)
+        kw = dict(in_channels=8, hidden_channels=16, num_layers=2, out_channels=4)
+        if variant in ("gcn", "gat", "sage"):
+            cls = {"gcn": gm.GCN, "gat": gm.GAT, "sage": gm.GraphSAGE}[variant]
+            extra = {"heads": 2} if variant == "gat" else {}
+            return cls(**kw, **extra).eval(), {"x": x, "edge_index": edge_index}
+        batch = torch.tensor([0] * 6 + [1] * 6)
+
+        class GraphClassifier(torch.nn.Module):  # per-graph readout, as graph classification does
+            def __init__(self, conv1, conv2):
+                super().__init__()
+                self.conv1, self.conv2 = conv1, conv2
+                self.head = torch.nn.Linear(16, 2)
+
+            def forward(self, x, edge_index, batch):
+                h = self.conv1(x, edge_index).relu()
+                h = self.conv2(h, edge_index).relu()
+                return self.head(global_mean_pool(h, batch))
+
+        if variant == "gin_pool":
+            mlp = lambda i: torch.nn.Sequential(torch.nn.Linear(i, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16))
+            model = GraphClassifier(GINConv(mlp(8), train_eps=True), GINConv(mlp(16)))
+        else:
+            model = GraphClassifier(TransformerConv(8, 8, heads=2), TransformerConv(16, 16, concat=False))
+        return model.eval(), {"x": x, "edge_index": edge_index, "batch": batch}
     raise ValueError(f"unknown research model {name}")
 
 
@@ -566,6 +613,21 @@ def load_runs(path: str, root: str) -> list[ModelRun]:
     return runs
 
 
+def with_package_inits(files: set, prefixes: tuple) -> set:
+    """The executed files plus the `__init__.py` of each package above them (within the library):
+    a package's re-exports (`from torch_geometric.utils import scatter`) run at import time, not
+    while the model runs, yet the linter needs them to follow a call into the module defining it."""
+    out = set(files)
+    for f in files:
+        d = os.path.dirname(f)
+        while any((d + os.sep).startswith(p) for p in prefixes):
+            init = os.path.join(d, "__init__.py")
+            if init not in out and os.path.exists(init):
+                out.add(init)
+            d = os.path.dirname(d)
+    return out
+
+
 def lint(files: list[str]):
     from dynalint.check import collect_files  # noqa: F401  (same discovery path as the CLI)
     from dynalint.config import Config
@@ -685,7 +747,8 @@ def main(argv=None) -> int:
             save_runs(args.runs, runs, root)
 
     ok = [r for r in runs if not r.error]
-    files = sorted({f for r in ok for f, _ in r.executed} | {f for r in ok for f, _, _ in r.breaks})
+    files = sorted(with_package_inits({f for r in ok for f, _ in r.executed} | {f for r in ok for f, _, _ in r.breaks},
+                                      prefixes))
     t0 = time.time()
     findings = lint(files)
     lint_s = time.time() - t0
