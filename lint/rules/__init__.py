@@ -18,6 +18,7 @@ RULE_MODULES = (
     "dyn104_warnings",
     "dyn105_untraceable_call",
     "dyn106_numpy_scalar_math",
+    "dyn107_none_under_compile",
     "dyn109_unsupported_context_manager",
     "dyn110_item",
     "dyn111_tolist",
