@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from dynalint import __version__
+from dynalint.lint.target import target_text
 from dynalint.atomic import write_bytes_atomically
 
 FORMAT = "m5"  # bump when the entry layout or what an analysis infers changes
@@ -110,6 +111,8 @@ class Cache:
         h = hashlib.sha256()
         h.update(text.encode("utf-8", "surrogatepass"))
         h.update(f"\0{display}\0{module}\0{is_package}\0{options!r}".encode())
+        # Findings of version-aware rules depend on the torch the code targets (lint/target.py).
+        h.update(f"\0torch {target_text()}".encode())
         return h.hexdigest()
 
     def _path(self, key: str) -> Path:

@@ -4,7 +4,7 @@ A run starts from the config nearest its first path (or the file given with `--c
 hierarchical lookup on (the default without `--config`), a file under a folder with its own
 `pyproject.toml` `[tool.dynalint]` table or `dynalint.toml` is governed by that nearer config for
 rule selection, per-file ignores, severities and excludes; command-line `--select/--ignore` apply on
-top of whichever config governs. Settings that shape the whole run (`src`, `extra-roots`,
+top of whichever config governs. Settings that shape the whole run (`src`, `extra-roots`, `target-torch`,
 `is-compiling-functions`, `cache-dir`, `respect-gitignore`) come from the run's config.
 """
 
@@ -41,6 +41,7 @@ KNOWN_KEYS = {
     "severity",
     "respect-gitignore",
     "cache-dir",
+    "target-torch",
 }
 
 DEFAULT_EXCLUDE = (
@@ -98,6 +99,9 @@ class Config:
     severity: dict[str, str] = field(default_factory=dict)
     respect_gitignore: bool = True
     cache_dir: Optional[str] = None  # absolute, or relative to the config's folder
+    # The torch version the code runs on ("2.14"): version-aware rules follow it. None: the
+    # installed torch's (read from its package metadata; see lint/target.py).
+    target_torch: Optional[str] = None
     path: Optional[Path] = None  # the file it came from
     # Look for nearer configs per file (off for configs built in code or given with --config).
     hierarchical: bool = False
@@ -305,6 +309,13 @@ def parse_table(table: dict[str, Any], path: Optional[Path]) -> Config:
             if not isinstance(table["cache-dir"], str):
                 raise ConfigError("`cache-dir` must be a path")
             cfg.cache_dir = table["cache-dir"]
+        if "target-torch" in table:
+            from dynalint.lint.target import parse_version
+
+            value = table["target-torch"]
+            if not isinstance(value, str) or parse_version(value) is None:
+                raise ConfigError("`target-torch` must be a torch version such as \"2.14\"")
+            cfg.target_torch = value
     except ConfigError as exc:
         raise ConfigError(f"{exc}{where}") from None
     return cfg

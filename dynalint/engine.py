@@ -385,9 +385,11 @@ def analyze_files(
     key and entry, and for each later round the facts it got, its key and entry; the rounds then
     run even when the run record could skip them. `known_keys`: first-pass keys of files known
     to be unchanged (display -> key), used instead of reading and hashing them."""
+    from dynalint.lint import target
     from dynalint.lint.regions import Visited
     from dynalint.lint.summary import FileSummary
 
+    target.configure(config.target_torch)  # before any worker is forked
     compiling = tuple(config.is_compiling_functions)
     cache_arg = str(cache_dir) if cache_dir else None
     work = [_work_item(f, compiling, cache_arg) for f in files]

@@ -80,16 +80,18 @@ def lint_tree(
     """Findings for `files`, as `select_findings(analyze_files(...))` gives them, redoing only the
     changed files when the last run's state allows it."""
     from dynalint import engine
+    from dynalint.lint import target
 
     if cache_dir is None:
         return engine.select_findings(engine.analyze_files(files, config, jobs=jobs, progress=progress), config)
     from dynalint.cache import Cache
 
+    target.configure(config.target_torch)
     cache = Cache(Path(cache_dir))
     compiling = tuple(config.is_compiling_functions)
     work = [engine._work_item(f, compiling, str(cache_dir)) for f in files]
     roots = repr(tuple(config.extra_roots))
-    name = _state_name(cache, [w.display for w in work], (compiling, roots))
+    name = _state_name(cache, [w.display for w in work], (compiling, roots, target.target_text()))
     with engine._gc_paused():  # ~100,000 small acyclic objects
         state = cache.load_state(name)
     known_keys: dict[str, str] = {}  # of files found unchanged, for the whole-tree path

@@ -884,3 +884,40 @@ def test_a_library_wrapper_linted_in_its_own_file_is_reported_at_the_operator_in
     })
     got = sorted((f, row, code) for f, row, _col, code, _msg in findings(tmp_path) if code == "DYN130")
     assert got == [("torchvision/ops/boxes.py", 5, "DYN130"), ("user.py", 7, "DYN130")]
+
+
+RANDOM_VALUE = """
+import random
+import torch
+
+@torch.compile
+def f(x):
+    y = x * 2
+    if random.random() < 0.5:
+        y = y + 1
+    return y * random.random()
+"""
+
+
+@pytest.mark.parametrize("target,rows", [("2.13", [8, 10]), ("2.14", [8]), ("2.14.1", [8])])
+def test_target_torch_decides_version_dependent_findings(tmp_path, target, rows):
+    # Probed (DYN105's examples): `random.random()` as a value breaks on torch 2.13 and is traced
+    # from 2.14; a branch on a draw breaks on both. `target-torch` wins over the installed torch,
+    # and the cache keeps the two targets' findings apart.
+    from dynalint.config import parse_table
+    from dynalint.incremental import lint_tree
+
+    (tmp_path / "m.py").write_text(RANDOM_VALUE)
+    config = parse_table({"select": ["DYN105"], "target-torch": target}, None)
+    got = [f.row for f in lint_tree(sources(tmp_path), config, jobs=1, cache_dir=tmp_path / "cache")]
+    assert got == rows
+    other = parse_table({"select": ["DYN105"], "target-torch": "2.13" if target != "2.13" else "2.14"}, None)
+    again = [f.row for f in lint_tree(sources(tmp_path), other, jobs=1, cache_dir=tmp_path / "cache")]
+    assert again == ([8, 10] if target != "2.13" else [8])
+
+
+def test_target_torch_must_be_a_version():
+    from dynalint.config import ConfigError, parse_table
+
+    with pytest.raises(ConfigError, match="target-torch"):
+        parse_table({"target-torch": "latest"}, None)

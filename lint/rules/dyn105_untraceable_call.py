@@ -2,10 +2,14 @@
 
 ## What it does
 Finds calls into modules Dynamo skips: `time.time()`, `time.perf_counter()`, `time.monotonic()`,
-Python's `random.*`, NumPy random functions Dynamo cannot map to torch (`np.random.permutation`)
-or maps to code that reads a tensor value (`np.random.choice`),
+Python's `random` functions Dynamo does not model (`random.gauss`, `random.choice`,
+`random.getstate`, ...), NumPy random functions Dynamo cannot map to torch
+(`np.random.permutation`) or maps to code that reads a tensor value (`np.random.choice`),
 `torch.get_rng_state()` / `torch.set_rng_state()`, `input()`, `open()`, and
 calls of `nn.LSTM` / `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
+Also finds a branch, a `range()` or an index on a number drawn with Python's `random`
+(`if random.random() < p:`, `p = rng.randrange(n)` then `if i > p:`). A number drawn under an
+`if` and tested later is not followed: on a call that skips the draw nothing breaks.
 
 ## Why it breaks the graph
 These functions live in files Dynamo does not trace ("Attempted to call function marked as
@@ -16,23 +20,40 @@ random functions that `torch._numpy` implements (`np.random.rand`, `randn`, `ran
 implemented there too, but its implementation reads a sampled tensor value, so it breaks
 ("Data dependent operator") whatever its arguments (wav2vec2's SpecAugment masking).
 
+Python's `random` depends on the torch version. Dynamo draws `random.uniform()`,
+`random.randint()` and the methods of a `random.Random(seed)` object itself on torch 2.13 and
+2.14.1, as numbers it feeds into the graph; from 2.14 it does so for `random.random()`,
+`random.shuffle()`, `random.sample()` and `random.seed()` too, which 2.13 skips (a break at the
+call). A drawn number is data to Dynamo: using it as a value (`x * random.random()`) is traced,
+but branching on it, `range()` of it or indexing with it breaks on both versions
+("Data-dependent branching" on an `UnspecializedPythonVariable`). The linter follows the torch the
+code targets: `target-torch` in `[tool.dynalint]`, else the installed torch (read from its
+package metadata, never imported); with neither, it reports what breaks on any probed version.
+
 ## Example
 ```python
 def forward(self, x):
     t0 = time.perf_counter()
     y = self.body(x)
     self.elapsed = time.perf_counter() - t0
+    if random.random() < self.layer_dropout:   # breaks on 2.13 and 2.14
+        y = y * 0
     return y
 ```
 
 ## Use instead
 Time and seed outside the compiled region (around the call of the compiled model); use
-`torch.rand` instead of `random.random()` for randomness inside the model.
+`torch.rand` instead of `random.random()` for randomness inside the model, and
+`torch.where(torch.rand(()) < p, ...)` instead of branching on a draw.
 """
+
+from typing import Optional
 
 import libcst as cst
 
+from .. import fastcst
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..target import installed_torch, target_torch
 
 UNTRACEABLE = frozenset(
     {
@@ -50,14 +71,63 @@ UNTRACEABLE = frozenset(
         "open",
     }
 )
-# Python's random module: every function in it.
+# Python's random module, as Dynamo handles it (probed on torch 2.13.0 and 2.14.1): functions it
+# draws itself (as numbers fed into the graph) on both, those it draws from 2.14 on (2.13 skips
+# them: a break at the call), and any other function, which it skips on both.
 RANDOM_PREFIX = "random."
+RANDOM_DRAWN = frozenset({"uniform", "randint", "Random"})
+RANDOM_DRAWN_SINCE = {(2, 14): frozenset({"random", "shuffle", "sample", "seed"})}
 # NumPy's random functions that torch._numpy implements without reading tensor values (Dynamo
 # traces these); any other `numpy.random.*` call (`permutation`, `default_rng`, ...) is
 # "unsupported by PyTorch", and `choice` is a "Data dependent operator": both break.
 NUMPY_RANDOM_TRACED = frozenset(
     {"normal", "rand", "randint", "randn", "random", "random_sample", "sample", "seed", "shuffle", "uniform"}
 )
+# Does the installed torch draw `random.random()` itself? (Which examples hold: see below.)
+_DRAWS_RANDOM = (installed_torch() or (0, 0)) >= (2, 14)
+
+
+def _random_function(q: str) -> Optional[str]:
+    """`random.uniform` -> "uniform"; None for anything else."""
+    if q.startswith(RANDOM_PREFIX) and q.count(".") == 1:
+        return q[len(RANDOM_PREFIX):]
+    return None
+
+
+def _drawn_from_since(name: str) -> Optional[tuple[int, int]]:
+    """The first torch version where Dynamo draws `random.<name>()` itself ((0, 0): all probed
+    versions), None where it skips it everywhere probed."""
+    if name in RANDOM_DRAWN:
+        return (0, 0)
+    for since, names in RANDOM_DRAWN_SINCE.items():
+        if name in names:
+            return since
+    return None
+
+
+def _is_draw(node, ctx, state: dict) -> bool:
+    """A call returning a number drawn with Python's random: `random.uniform(...)`,
+    `random.random()`, or a method of a `random.Random(...)` object (`rng.randrange(n)`)."""
+    if type(node) is not cst.Call:
+        return False
+    q = ctx.call_name(node)
+    if q is not None:
+        name = _random_function(q)
+        if name is not None:
+            return name not in ("Random", "seed", "shuffle", "getstate", "setstate")
+    func = node.func
+    return (type(func) is cst.Attribute and type(func.value) is cst.Name
+            and func.value.value in state.get("generators", ()))
+
+
+def _mentions_draw(expr, ctx, state: dict) -> bool:
+    drawn = state.get("drawn", ())
+    for sub in fastcst.iter_nodes(expr):
+        if type(sub) is cst.Name and sub.value in drawn:
+            return True
+        if type(sub) is cst.Call and _is_draw(sub, ctx, state):
+            return True
+    return False
 
 
 class UntraceableCall(Rule):
@@ -69,11 +139,45 @@ class UntraceableCall(Rule):
         ("GB0007", "Attempted to call function marked as skipped"),
         ("GB0014", "Attempted to wrap RNN, GRU, or LSTM"),
         ("GB0033", "Data dependent operator"),
+        ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
+        ("GB0170", "Data-dependent branching"),
         ("GB0294", "attempted to trace numpy function unsupported by PyTorch"),
+        ("GB4841", "Unsupported python_type() call"),
     )
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.Assign, cst.If, cst.IfExp, cst.While, cst.Subscript)
 
-    def check(self, node: cst.Call, ctx: RuleContext) -> None:
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
+        t = type(node)
+        if t is cst.Call:
+            self._check_call(node, ctx)
+            return
+        state = ctx.rule_state(self.code)
+        if t is cst.Assign:
+            value = node.value
+            if type(value) is cst.Call and ctx.call_name(value) == "random.Random":
+                kind = "generators"
+            elif not ctx.branch_tests and _mentions_draw(value, ctx, state):
+                # A draw bound under an `if` (`if self.quantize_dropout: i = rng.randrange(n)`)
+                # may not happen on a given call: a branch on it is not reported (precision first).
+                kind = "drawn"
+            else:
+                return
+            names = state.setdefault(kind, set())
+            for target in node.targets:
+                if type(target.target) is cst.Name:
+                    names.add(target.target.value)
+            return
+        if t is cst.Subscript:
+            if any(_mentions_draw(el.slice, ctx, state) for el in node.slice):
+                ctx.report(self, node, "indexing with a number drawn with Python's `random` breaks the graph "
+                                       "(Dynamo traces the draw as data); draw the index with `torch.randint`")
+            return
+        if _mentions_draw(node.test, ctx, state):
+            ctx.report(self, node.test, "branching on a number drawn with Python's `random` breaks the graph "
+                                        "(Dynamo traces the draw as data); use `torch.where(torch.rand(()) < p, ...)` "
+                                        "or draw outside the compiled region")
+
+    def _check_call(self, node, ctx):
         func = node.func
         if ctx.self_attr(func) in ctx.rnn_attrs:
             ctx.report(self, node, f"`self.{func.attr.value}` is an RNN module: Dynamo does not trace it and breaks the graph")
@@ -81,9 +185,40 @@ class UntraceableCall(Rule):
         q = ctx.call_name(node)
         if q is None:
             return
+        if q == "range" and any(_mentions_draw(a.value, ctx, ctx.rule_state(self.code)) for a in node.args):
+            ctx.report(self, node, "`range()` of a number drawn with Python's `random` breaks the graph "
+                                   "(Dynamo traces the draw as data); draw the count outside the compiled region")
+            return
+        name = _random_function(q)
+        if name is not None:
+            if self._in_test(node, ctx):
+                return  # the branch is reported (it breaks whether or not the call does)
+            since = _drawn_from_since(name)
+            if since is None:
+                ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo and breaks the graph; call it outside the compiled region")
+                return
+            if since == (0, 0):
+                return
+            target = target_torch()
+            if target is not None and target >= since:
+                return
+            ctx.report(self, node, f"`{q}()` is skipped by Dynamo before torch {since[0]}.{since[1]} and breaks the "
+                                   f"graph there (traced from {since[0]}.{since[1]}); use `torch.rand` or call it outside "
+                                   "the compiled region")
+            return
         untraced_numpy = q.startswith("numpy.random.") and q.count(".") == 2 and q.rsplit(".", 1)[1] not in NUMPY_RANDOM_TRACED
-        if q in UNTRACEABLE or (q.startswith(RANDOM_PREFIX) and q.count(".") == 1) or untraced_numpy:
+        if q in UNTRACEABLE or untraced_numpy:
             ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo and breaks the graph; call it outside the compiled region")
+
+    @staticmethod
+    def _in_test(node, ctx) -> bool:
+        """Is node inside the test of an enclosing if / while / conditional expression?"""
+        for anc in reversed(ctx.stack):
+            ta = type(anc)
+            if ta is cst.If or ta is cst.While or ta is cst.IfExp:
+                if any(sub is node for sub in fastcst.iter_nodes(anc.test)):
+                    return True
+        return False
 
     invalid = (
         Example(
@@ -101,18 +236,6 @@ class UntraceableCall(Rule):
         ),
         Example(
             """
-            import random
-            import torch
-
-            @torch.compile
-            def f(x):
-                y = x * 2
-                return y * random.random()  # expect: DYN105
-            """,
-            dynamo=BREAKS,
-        ),
-        Example(
-            """
             from random import random
 
             import torch
@@ -125,7 +248,7 @@ class UntraceableCall(Rule):
                     self.layer_dropout = 0.5
 
                 def forward(self, x):
-                    # Layer dropout drawn with Python's random (x_transformers): breaks on 2.13.
+                    # Layer dropout drawn with Python's random (x_transformers): breaks on 2.13 and 2.14.
                     x = self.proj(x)
                     if random() < self.layer_dropout:  # expect: DYN105
                         x = x * 2
@@ -213,6 +336,65 @@ class UntraceableCall(Rule):
             dynamo=BREAKS,
         ),
     )
+    invalid = invalid + (
+        Example(
+            """
+            import random
+            import torch
+
+            @torch.compile
+            def f(x):
+                # A Random object's draws are traced as data; branching on one breaks (2.13 and 2.14).
+                y = x * 2
+                rng = random.Random(0)
+                i = rng.randrange(0, 3)
+                if i > 1:  # expect: DYN105
+                    y = y + 1
+                return y
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import random
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                return y * random.gauss(0.0, 1.0)  # expect: DYN105
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import random
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                return y[random.randint(0, 3)]  # expect: DYN105
+            """,
+            dynamo=BREAKS,
+        ),
+    )
+    # `random.random()` as a value: skipped (a break) before torch 2.14, traced from 2.14. The linter
+    # follows the installed torch here (no `target-torch`), so the example is invalid or valid by it.
+    _random_value = """
+            import random
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                return y * random.random(){mark}
+            """
+    if _DRAWS_RANDOM:
+        _random_value_examples = (Example(_random_value.format(mark=""), dynamo=CLEAN),)
+    else:
+        invalid = invalid + (Example(_random_value.format(mark="  # expect: DYN105"), dynamo=BREAKS),)
+        _random_value_examples = ()
     valid = (
         Example(
             """
@@ -238,7 +420,20 @@ class UntraceableCall(Rule):
             """,
             dynamo=CLEAN,
         ),
-    )
+        Example(
+            """
+            import random
+            import torch
 
+            @torch.compile
+            def f(x):
+                # Drawn by Dynamo itself on torch 2.13 and 2.14: numbers in the graph, no break.
+                y = x * 2
+                rng = random.Random(0)
+                return y * random.uniform(0.5, 1.5) * random.randint(1, 3) * rng.random()
+            """,
+            dynamo=CLEAN,
+        ),
+    ) + _random_value_examples
 
 RULE = UntraceableCall
