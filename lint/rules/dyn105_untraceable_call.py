@@ -106,27 +106,47 @@ def _drawn_from_since(name: str) -> Optional[tuple[int, int]]:
 
 
 def _is_draw(node, ctx, state: dict) -> bool:
-    """A call returning a number drawn with Python's random: `random.uniform(...)`,
-    `random.random()`, or a method of a `random.Random(...)` object (`rng.randrange(n)`)."""
+    """A call returning a number Dynamo draws itself (probed) on the target torch:
+    `random.uniform(...)`, `random.randint(...)`, `random.random()` (from 2.14; 2.13 skips the
+    call, which is reported as such, and the number after the break is a constant), or a method
+    of a `random.Random(...)` object (`rng.randrange(n)`). With no known target, both readings."""
     if type(node) is not cst.Call:
         return False
     q = ctx.call_name(node)
     if q is not None:
         name = _random_function(q)
-        if name is not None:
-            return name not in ("Random", "seed", "shuffle", "getstate", "setstate")
+        if name is None or name in ("Random", "seed", "shuffle"):
+            return False
+        since = _drawn_from_since(name)
+        if since is None:
+            return False  # skipped: the call breaks, and the number after it is a constant
+        target = target_torch()
+        return since == (0, 0) or target is None or target >= since
     func = node.func
     return (type(func) is cst.Attribute and type(func.value) is cst.Name
             and func.value.value in state.get("generators", ()))
 
 
+# Expressions a drawn number flows through as a number (not into calls, containers or indexes).
+_NUMERIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation, cst.ComparisonTarget)
+
+
 def _mentions_draw(expr, ctx, state: dict) -> bool:
+    """Does expr compute with a drawn number: a draw call or a name bound to one, reached only
+    through arithmetic, comparisons and `and`/`or`/`not` (`exists(i)` or `xs[i]` are not)."""
     drawn = state.get("drawn", ())
-    for sub in fastcst.iter_nodes(expr):
-        if type(sub) is cst.Name and sub.value in drawn:
-            return True
-        if type(sub) is cst.Call and _is_draw(sub, ctx, state):
-            return True
+    stack = [expr]
+    while stack:
+        sub = stack.pop()
+        t = type(sub)
+        if t is cst.Name:
+            if sub.value in drawn:
+                return True
+        elif t is cst.Call:
+            if _is_draw(sub, ctx, state):
+                return True
+        elif t in _NUMERIC:
+            stack.extend(fastcst.children(sub))
     return False
 
 
@@ -168,7 +188,10 @@ class UntraceableCall(Rule):
                     names.add(target.target.value)
             return
         if t is cst.Subscript:
-            if any(_mentions_draw(el.slice, ctx, state) for el in node.slice):
+            # Probed on a tensor (`y[random.randint(0, 3)]`: "Data dependent operator").
+            if not ctx.is_tensor(node.value):
+                return
+            if any(type(el.slice) is cst.Index and _mentions_draw(el.slice.value, ctx, state) for el in node.slice):
                 ctx.report(self, node, "indexing with a number drawn with Python's `random` breaks the graph "
                                        "(Dynamo traces the draw as data); draw the index with `torch.randint`")
             return
@@ -191,8 +214,8 @@ class UntraceableCall(Rule):
             return
         name = _random_function(q)
         if name is not None:
-            if self._in_test(node, ctx):
-                return  # the branch is reported (it breaks whether or not the call does)
+            if _is_draw(node, ctx, ctx.rule_state(self.code)) and self._in_test(node, ctx):
+                return  # a draw on this target: the branch on it is reported, on this line
             since = _drawn_from_since(name)
             if since is None:
                 ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo and breaks the graph; call it outside the compiled region")
