@@ -49,6 +49,15 @@ class RuleContext(Protocol):
     def enclosing_tests(self) -> "tuple[cst.BaseExpression, ...]":
         """The tests of the `if` statements whose body is being walked, outermost first."""
 
+    def ancestors(self) -> "tuple[cst.CSTNode, ...]":
+        """The nodes around the one being checked, outermost first: statements, compound
+        statements whose header or block is being walked (`try`, `for`, `with`; an `if` while its
+        test is), and expressions (`x if t else y`, `a and b`)."""
+
+    def static_truth(self, test: "cst.BaseExpression") -> Optional[bool]:
+        """A test's value while Dynamo traces: True/False for `is_compiling()`-style guards (and
+        `and`/`or`/`not` of them), None when it depends on the run."""
+
     # -- names and values -------------------------------------------------------------------
     def qualname(self, node: "cst.BaseExpression") -> Optional[str]:
         """The dotted name an expression resolves to through the file's imports (None for locals)."""

@@ -407,6 +407,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def enclosing_tests(self) -> tuple:
         return tuple(self.branch_tests)
 
+    def ancestors(self) -> tuple:
+        return tuple(self.stack)
+
     @property
     def file_classes(self) -> dict:
         return self.fa.summary.classes

@@ -176,7 +176,7 @@ class UntraceableCall(Rule):
             value = node.value
             if type(value) is cst.Call and ctx.call_name(value) == "random.Random":
                 kind = "generators"
-            elif not ctx.branch_tests and _mentions_draw(value, ctx, state):
+            elif not ctx.enclosing_tests() and _mentions_draw(value, ctx, state):
                 # A draw bound under an `if` (`if self.quantize_dropout: i = rng.randrange(n)`)
                 # may not happen on a given call: a branch on it is not reported (precision first).
                 kind = "drawn"
@@ -236,7 +236,7 @@ class UntraceableCall(Rule):
     @staticmethod
     def _in_test(node, ctx) -> bool:
         """Is node inside the test of an enclosing if / while / conditional expression?"""
-        for anc in reversed(ctx.stack):
+        for anc in reversed(ctx.ancestors()):
             ta = type(anc)
             if ta is cst.If or ta is cst.While or ta is cst.IfExp:
                 if any(sub is node for sub in fastcst.iter_nodes(anc.test)):

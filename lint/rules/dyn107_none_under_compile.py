@@ -42,7 +42,7 @@ the parameter where it is used (`if attention_mask is not None:`).
 import libcst as cst
 
 from .. import fastcst
-from ..rule import BREAKS, CLEAN, Example, Rule
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 ITERATING_BUILTINS = frozenset({"len", "iter", "list", "tuple", "sorted", "sum", "max", "min", "enumerate", "zip"})
 ASSIGNING = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)
@@ -142,7 +142,7 @@ class NoneUnderCompile(Rule):
     )
     node_types = (cst.Subscript, cst.Attribute, cst.Call, cst.For, cst.CompFor, cst.BinaryOperation)
 
-    def check(self, node, ctx):
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         state = ctx.rule_state(self.code)
         names = state.get("names")
         if names is None:
@@ -162,9 +162,9 @@ class NoneUnderCompile(Rule):
         if type(used) is not cst.Name or used.value not in names:
             return
         name = used.value
-        if any(_mentions(test, name) for test in ctx.branch_tests):
+        if any(_mentions(test, name) for test in ctx.enclosing_tests()):
             return
-        for anc in ctx.stack:
+        for anc in ctx.ancestors():
             ta = type(anc)
             if ta is cst.Try or ta is cst.TryStar:
                 return
