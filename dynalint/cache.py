@@ -176,3 +176,40 @@ class Cache:
             write_bytes_atomically(path, marshal.dumps(data))
         except (OSError, ValueError):  # ValueError: a value marshal cannot hold; stay uncached
             pass
+
+
+# How many entries a pack may lack (found in their own files) or hold unused before it is
+# written again.
+PACK_SLACK = 32
+
+
+class RunCache:
+    """The persistent cache as one run uses it: entries come from the pack of the last run over
+    the same files when there is one, else from their own files; the run's entries make the
+    next pack (written only when they changed)."""
+
+    def __init__(self, cache_dir: Path, names: list[str]):
+        self.cache = Cache(Path(cache_dir))
+        self.pack_name = self.cache.pack_name(names)
+        self.pack = self.cache.load_pack(self.pack_name)
+        self.used: dict[str, dict] = {}
+
+    def get(self, key: str) -> Optional[dict]:
+        data = self.pack.get(key)
+        if data is None:
+            data = self.cache.get(key)
+        if data is not None:
+            self.used[key] = data
+        return data
+
+    def record(self, key: str, data: dict) -> None:
+        self.used[key] = data  # computed by a worker, which also wrote its own entry
+
+    def save(self) -> None:
+        """Rewrite the pack when a fair share of its entries changed. A few new entries (one
+        edited file) are read from their own files next time: rewriting a big tree's pack
+        (15 MB for transformers) cost more than that."""
+        missing = sum(1 for k in self.used if k not in self.pack)
+        stale = len(self.pack) - (len(self.used) - missing)
+        if missing > PACK_SLACK or stale > PACK_SLACK or (missing and not self.pack):
+            self.cache.save_pack(self.pack_name, self.used)

@@ -12,10 +12,13 @@ import gc
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from dynalint.config import Config
 from dynalint.findings import Finding
+
+if TYPE_CHECKING:
+    from dynalint.cache import RunCache
 
 # Unreadable / undecodable files are findings too, so a run names them and goes on.
 IO_ERROR = "DYN002"
@@ -220,47 +223,8 @@ def _analyze_one(args: WorkItem, interface_only: bool = False) -> tuple[str, dic
 INTERFACE_ONLY = ".i"
 
 
-# How many entries a pack may lack (found in their own files) or hold unused before it is
-# written again.
-PACK_SLACK = 32
-
-
-class _RunCache:
-    """The persistent cache as one run uses it: entries come from the pack of the last run over
-    the same files when there is one, else from their own files; the run's entries make the
-    next pack (written only when they changed)."""
-
-    def __init__(self, cache_dir: Path, names: list[str]):
-        from dynalint.cache import Cache
-
-        self.cache = Cache(Path(cache_dir))
-        self.pack_name = self.cache.pack_name(names)
-        self.pack = self.cache.load_pack(self.pack_name)
-        self.used: dict[str, dict] = {}
-
-    def get(self, key: str) -> Optional[dict]:
-        data = self.pack.get(key)
-        if data is None:
-            data = self.cache.get(key)
-        if data is not None:
-            self.used[key] = data
-        return data
-
-    def record(self, key: str, data: dict) -> None:
-        self.used[key] = data  # computed by a worker, which also wrote its own entry
-
-    def save(self) -> None:
-        """Rewrite the pack when a fair share of its entries changed. A few new entries (one
-        edited file) are read from their own files next time: rewriting a big tree's pack
-        (15 MB for transformers) cost more than that."""
-        missing = sum(1 for k in self.used if k not in self.pack)
-        stale = len(self.pack) - (len(self.used) - missing)
-        if missing > PACK_SLACK or stale > PACK_SLACK or (missing and not self.pack):
-            self.cache.save_pack(self.pack_name, self.used)
-
-
 def _cached_results(
-    work: list[WorkItem], run_cache: Optional[_RunCache], known_keys: Optional[dict[str, str]] = None
+    work: list[WorkItem], run_cache: Optional[RunCache], known_keys: Optional[dict[str, str]] = None
 ) -> tuple[dict[str, dict], list[WorkItem], dict[str, str]]:
     """Cache hits looked up here, in the calling process (a warm run starts no worker); the
     misses come back with their text already read, so workers do not read them again; the keys
@@ -297,7 +261,7 @@ def _cached_results(
     return hits, misses, keys
 
 
-def _analyze_missing(runner: "_Runner", misses: list[WorkItem], keys: dict[str, str], run_cache: Optional[_RunCache], progress=None, done: int = 0, total: int = 0):
+def _analyze_missing(runner: "_Runner", misses: list[WorkItem], keys: dict[str, str], run_cache: Optional[RunCache], progress=None, done: int = 0, total: int = 0):
     """(display, data) for each miss, analysed by the runner; recorded for the next pack."""
     for display, data in runner.run(_largest_first(misses), progress, done=done, total=total):
         if run_cache is not None and display in keys:
@@ -397,7 +361,9 @@ def analyze_files(
     _package_parts.cache_clear()  # (the language server) must see new folders and packages
     _folder_module_parts.cache_clear()
     with _gc_paused():
-        run_cache = _RunCache(cache_dir, [w.display for w in work]) if cache_dir is not None else None
+        from dynalint.cache import RunCache
+
+        run_cache = RunCache(cache_dir, [w.display for w in work]) if cache_dir is not None else None
         results, misses, keys = _cached_results(work, run_cache, known_keys)
     if progress and results:
         progress(len(results), len(work))
@@ -444,7 +410,7 @@ class _RunRecord:
     makes other keys, so the record is never stale. Kept in `runs/` of the cache, one small file
     per key set, written atomically."""
 
-    def __init__(self, run_cache: _RunCache, keys: dict[str, str]):
+    def __init__(self, run_cache: RunCache, keys: dict[str, str]):
         import hashlib
 
         self.run_cache = run_cache
@@ -514,7 +480,7 @@ def _apply_external_hints(
     summaries: list,
     work: list,
     runner: "_Runner",
-    run_cache: Optional[_RunCache] = None,
+    run_cache: Optional[RunCache] = None,
     final_keys: Optional[dict] = None,
     rounds: int = 3,
     trace: Optional[dict] = None,
