@@ -36,7 +36,12 @@ def _registry():
 
 
 def test_gb_types_match_the_installed_registry():
+    """Declared codes the installed registry has carry its type; a rule may also declare the codes
+    another torch version gives its probes (marked with that version), which this one lacks."""
     registry = _registry()
     wrong = [(r.code, gb_id, gb_type, registry.get(gb_id))
-             for r in BREAK_RULES for gb_id, gb_type in r.gb_types if registry.get(gb_id) != gb_type]
+             for r in BREAK_RULES for gb_id, gb_type in r.gb_types if registry.get(gb_id, gb_type) != gb_type]
     assert not wrong, f"(rule, id, declared type, registry's type): {wrong}"
+    known = sum(1 for r in BREAK_RULES for gb_id, _ in r.gb_types if gb_id in registry)
+    total = sum(len(r.gb_types) for r in BREAK_RULES)
+    assert known >= total - 5, f"only {known} of {total} declared codes are in this torch's registry"

@@ -47,11 +47,12 @@ class UnsupportedContextManager(Rule):
     code = "DYN109"
     name = "unsupported-context-manager"
     summary = "`with` on a context manager Dynamo cannot enter"
-    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13);
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13 and 2.14.1);
     # the flags and fork_rng calls first return a non-tensor from a torch function.
     gb_types = (
         ("GB0142", "Unsupported context manager"),
         ("GB0208", "torch.* op returned non-Tensor"),
+        ("GB7151", "generator function over a skipped function"),  # torch 2.14.1
     )
     node_types = (cst.With,)
 

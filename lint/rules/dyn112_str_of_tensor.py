@@ -28,9 +28,10 @@ class StrOfTensor(Rule):
     code = "DYN112"
     name = "str-of-tensor"
     summary = "`str()`/`repr()` of a tensor breaks the graph"
-    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13 and 2.14.1).
     gb_types = (
         ("GB0059", "Failed to trace builtin operator"),
+        ("GB0569", "repr() on tensor"),  # torch 2.14.1
     )
     node_types = (cst.Call,)
 

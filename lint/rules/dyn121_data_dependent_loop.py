@@ -37,10 +37,12 @@ class DataDependentLoop(Rule):
     code = "DYN121"
     name = "data-dependent-loop"
     summary = "Loop length comes from tensor values"
-    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13 and 2.14.1).
     gb_types = (
         ("GB0036", "Dynamic shape operator"),
         ("GB0059", "Failed to trace builtin operator"),
+        ("GB0033", "Data dependent operator"),  # torch 2.14.1
+        ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),  # torch 2.14.1
     )
     node_types = (cst.For, cst.CompFor, cst.Call)
 
