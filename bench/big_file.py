@@ -81,22 +81,22 @@ def model_file(lines: int) -> str:
     return "".join(parts)
 
 
-def bool_chain_file(terms: int) -> str:
-    chain = " and ".join(f"x{i % 10} > {i}" for i in range(terms))
+def _chain_forward(body: str) -> str:
+    """A module whose forward takes ten tensors x0..x9 and runs body (indented lines)."""
     return (
         "import torch\nfrom torch import nn\n\n\nclass Chain(nn.Module):\n"
-        f"    def forward(self, {', '.join(f'x{i}: torch.Tensor' for i in range(10))}):\n"
-        f"        if {chain}:\n            return x0 + 1\n        return x0\n"
+        f"    def forward(self, {', '.join(f'x{i}: torch.Tensor' for i in range(10))}):\n" + body
     )
+
+
+def bool_chain_file(terms: int) -> str:
+    chain = " and ".join(f"x{i % 10} > {i}" for i in range(terms))
+    return _chain_forward(f"        if {chain}:\n            return x0 + 1\n        return x0\n")
 
 
 def assert_chain_file(terms: int) -> str:
     chain = " and ".join(f"x{i % 10}.sum() > {i}" for i in range(terms))
-    return (
-        "import torch\nfrom torch import nn\n\n\nclass Chain(nn.Module):\n"
-        f"    def forward(self, {', '.join(f'x{i}: torch.Tensor' for i in range(10))}):\n"
-        f"        assert {chain}, \"bad input\"\n        return x0\n"
-    )
+    return _chain_forward(f"        assert {chain}, \"bad input\"\n        return x0\n")
 
 
 def phases(text: str) -> dict[str, float]:

@@ -61,10 +61,11 @@ def buffer_local_fix(ctx: RuleContext, assign: cst.Assign, attr: str, code: str 
     stmt = info.parent(assign)
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
         return None
-    body = fn.body
-    if not (isinstance(body, cst.IndentedBlock) and any(s is stmt for s in body.body)):
+    statements = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    index = next((i for i, s in enumerate(statements) if s is stmt), None)
+    if index is None:
         return None  # in a loop or a branch: later reads may see either tensor
-    later = body.body[next(i for i, s in enumerate(body.body) if s is stmt) + 1 :]
+    later = statements[index + 1 :]
     reads = []
     for s in later:
         nodes, nested = _attr_nodes(s, attr, skip_scopes=True)
@@ -124,7 +125,7 @@ def _other_methods_read(info, fn: cst.FunctionDef, attr: str) -> bool:
 
 
 def _free_name(fn: cst.FunctionDef, attr: str) -> Optional[str]:
-    used = variable_names(fn) | {p.name.value for p in iter_nodes(fn.params) if isinstance(p, cst.Param)}
+    used = variable_names(fn)  # parameter names included
     for candidate in (attr.lstrip("_") or attr, f"{attr.lstrip('_')}_local"):
         if candidate.isidentifier() and candidate not in used:
             return candidate
