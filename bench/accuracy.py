@@ -631,7 +631,7 @@ def with_package_inits(files: set, prefixes: tuple) -> set:
 def lint(files: list[str]):
     from dynalint.check import collect_files  # noqa: F401  (same discovery path as the CLI)
     from dynalint.config import Config
-    from dynalint.engine import SourceFile, analyze_files, module_name_for, select_findings
+    from dynalint.run.engine import SourceFile, analyze_files, module_name_for, select_findings
 
     config = Config(select=("DYN0", "DYN1"))
     sources = []

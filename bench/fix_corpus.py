@@ -78,7 +78,7 @@ def _parses(path: Path) -> bool:
 
 def _lint_and_fix(root: Path, jobs: int, diff: bool):
     from dynalint.check import CheckOptions, collect_files, effective_config
-    from dynalint.engine import analyze_files, select_findings
+    from dynalint.run.engine import analyze_files, select_findings
     from dynalint.autofix import fix_paths
     from dynalint.fixes.apply import applicable
     opts = CheckOptions(paths=[root], fix=not diff, unsafe_fixes=True, diff=diff, no_cache=True, jobs=jobs)

@@ -252,7 +252,7 @@ def fix_model(before: dict):
     """Lint the files that ran as one project and fix them in memory, as `check --unsafe-fixes
     --diff` would (nothing is written). -> (texts, by real path; fixed texts; fixed findings; errors)."""
     from dynalint.config import Config
-    from dynalint.engine import analyze_files, select_findings
+    from dynalint.run.engine import analyze_files, select_findings
     from dynalint.autofix import fix_paths
     from dynalint.verify.reconcile import source_files
 

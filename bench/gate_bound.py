@@ -29,7 +29,7 @@ from pathlib import Path
 
 
 def live_functions(tree: Path) -> tuple[set[str], dict[str, str]]:
-    from dynalint import engine
+    from dynalint.run import engine
     from dynalint.check import CheckOptions, collect_files, effective_config
 
     opts = CheckOptions(paths=[tree], no_cache=True)

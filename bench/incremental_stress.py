@@ -8,7 +8,7 @@ forward, a call of one of the file's functions from a forward, a removed functio
 a print, a new class, a new nn.Module with a forward, a new method of a class, a subclass of
 one of the file's classes with a forward, one overriding a method of it, a subclass of another
 model file's class, a call from a forward of another model file's function), then lints the
-tree through `dynalint.incremental.lint_tree` (as `dynalint check` does) and through the
+tree through `dynalint.run.incremental.lint_tree` (as `dynalint check` does) and through the
 whole-tree path (`analyze_files` + `select_findings`, with the cache's per-file entries, its
 cross-file rounds run again and the compile regions walked in a project of its own), and
 compares the findings. The edits accumulate; the copy is left edited.
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 from dynalint.check import CheckOptions, effective_config, collect_files
-from dynalint import engine, incremental
+from dynalint.run import engine, incremental
 
 ROOT = Path(sys.argv[1]); CACHE = Path(sys.argv[2]); N = int(sys.argv[3]); SEED = int(sys.argv[4])
 rng = random.Random(SEED)

@@ -8,7 +8,7 @@ on-save hook or pre-commit starts it. Measured cases:
   startup      `dynalint --version`: interpreter + click + the CLI module
   check-cold   `dynalint check --no-cache FILE`: the file changed since the last run (the on-save case)
   cold-no-table  the same with DYNALINT_NO_IMPORT_CACHE=1: libcst imported without the table of
-               its dataclass code (dynalint/importcache.py)
+               its dataclass code (dynalint/run/importcache.py)
   check-warm   `dynalint check FILE` with the cache already filled: the file did not change
   stdin        `dynalint check --no-cache --stdin-filename FILE < FILE`: editor plugins
   in-process   one `lint_source` call in a warm process: what `dynalint lsp` pays per edit
@@ -136,7 +136,7 @@ print("TOP", ",".join(top))
 
 IN_PROCESS_PROBE = """
 import sys, time
-from dynalint.engine import lint_source
+from dynalint.run.engine import lint_source
 text = open(sys.argv[1], encoding="utf-8").read()
 lint_source(text, sys.argv[1])  # imports and first-call caches
 for i in range(int(sys.argv[2])):
@@ -159,12 +159,12 @@ import sys, time
 t0 = time.perf_counter()
 import click
 t1 = time.perf_counter()
-from dynalint import importcache
+from dynalint.run import importcache
 importcache.install()  # as the command line does
 import libcst
 t2 = time.perf_counter()
 from dynalint.config import Config
-from dynalint.engine import select_findings
+from dynalint.run.engine import select_findings
 from dynalint.lint.analyzer import analyze_source
 from dynalint.lint.rules import all_rules
 import dynalint.fixes.providers  # the fixes rules offer, as the engine loads them
@@ -231,7 +231,7 @@ def main() -> int:
         cases = {
             "startup": time_runs([*cmd, "--version"], args.runs, work, case="startup"),
             "check-cold": time_runs([*cmd, "check", "--no-cache", copy.name], args.runs, work, case="check-cold"),
-            # the same without the table of libcst's dataclass code (dynalint/importcache.py)
+            # the same without the table of libcst's dataclass code (dynalint/run/importcache.py)
             "cold-no-table": time_runs(
                 [*cmd, "check", "--no-cache", copy.name], args.runs, work, case="cold-no-table",
                 env=dict(CHILD_ENV, DYNALINT_NO_IMPORT_CACHE="1"),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
-from dynalint.atomic import write_bytes_atomically
+from dynalint.run.atomic import write_bytes_atomically
 from dynalint.findings import Finding
 from dynalint.fixes.apply import FixResult, applicable, fix_text
 def _structure(summary) -> tuple:
@@ -44,7 +44,7 @@ def _select_in_file(summary, original, summaries, live: set[str], config) -> lis
     tree; when the file's region-relevant structure is unchanged, reuse the live set computed
     once (select on the file alone, rooted at its live functions, and keep only live scopes).
     """
-    from dynalint.engine import select_findings
+    from dynalint.run.engine import select_findings
 
     if _same_regions(summary, original):
         roots = tuple(q for q in summary.functions if q in live)
@@ -55,7 +55,7 @@ def _select_in_file(summary, original, summaries, live: set[str], config) -> lis
 
 
 def fix_source(text: str, filename: str, config, unsafe: bool = False, context: Iterable = ()) -> FixResult:
-    from dynalint.engine import lint_source
+    from dynalint.run.engine import lint_source
 
     context = list(context)
     return fix_text(text, lambda t: lint_source(t, filename, config, context=context), unsafe)
@@ -120,7 +120,7 @@ def _write_unless_changed(path: Path, display: str, text: str, raw: RawFile) -> 
 
 def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = False, diff: bool = False) -> FixOutcome:
     """Fix every file that has applicable findings; lint context comes from the other files."""
-    from dynalint.engine import SourceFile, analyze_with_facts
+    from dynalint.run.engine import SourceFile, analyze_with_facts
     from dynalint.lint.regions import Project
 
     outcome = FixOutcome()
@@ -156,7 +156,7 @@ def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = 
         try:
             result = fix_text(raw.text, lint, unsafe)
         except Exception as exc:  # a bug met fixing one file: that file stays as it was
-            from dynalint.engine import one_line_reason
+            from dynalint.run.engine import one_line_reason
 
             outcome.errors.append(f"cannot fix {sf.display}: internal error: {one_line_reason(exc)}")
             outcome.remaining += mine

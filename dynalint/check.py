@@ -12,10 +12,10 @@ import click
 
 from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
 
-from dynalint import engine
+from dynalint.run import engine
 from dynalint.config import DEFAULT_EXCLUDE, Config, ConfigError, resolve_config
-from dynalint.discovery import DEFAULT_EXCLUDES, EXCLUDE, EXTEND_EXCLUDE, GITIGNORE
-from dynalint.engine import SourceFile, analyze_files, module_name_for, read_source, select_findings
+from dynalint.run.discovery import DEFAULT_EXCLUDES, EXCLUDE, EXTEND_EXCLUDE, GITIGNORE
+from dynalint.run.engine import SourceFile, analyze_files, module_name_for, read_source, select_findings
 from dynalint.findings import Finding
 
 
@@ -64,7 +64,7 @@ def _display(path: Path) -> str:
 
 
 def collect_files(opts: CheckOptions, config: Config, skipped: Optional[dict] = None) -> list[SourceFile]:
-    from dynalint.discovery import discover
+    from dynalint.run.discovery import discover
 
     paths = opts.paths or [Path(".")]
     src_roots = [config.root / s for s in config.src]
@@ -131,12 +131,12 @@ def _check_stdin(opts: CheckOptions, config: Config):
     """Lint (or fix) standard input under --stdin-filename: an exit code when done, else
     (findings, sources) for the formatter. With --fix the fixed source goes to stdout and what
     is left to stderr, as ruff does, so an editor can replace its buffer with stdout."""
-    from dynalint.engine import lint_source
+    from dynalint.run.engine import lint_source
 
     name = opts.stdin_filename or "<stdin>"
     text, encoding = _read_stdin()
     if opts.stdin_filename and opts.force_exclude:
-        from dynalint.discovery import is_excluded
+        from dynalint.run.discovery import is_excluded
 
         if is_excluded(Path(name), config):
             if opts.fix and not opts.diff:
@@ -207,7 +207,7 @@ def run_check(opts: CheckOptions) -> int:
             for e in outcome.errors:
                 error(e)
         else:
-            from dynalint.incremental import lint_tree
+            from dynalint.run.incremental import lint_tree
 
             findings = lint_tree(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
         if opts.output_format == "text":

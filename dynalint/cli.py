@@ -10,7 +10,8 @@ import click
 
 from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
 
-from dynalint import __version__, importcache
+from dynalint import __version__
+from dynalint.run import importcache
 
 importcache.install()  # a cold `check` imports libcst at a third of the cost
 
@@ -46,7 +47,7 @@ class _Group(click.Group):
                 sys.exit(EXIT_ERROR)
             if os.environ.get("DYNALINT_DEBUG"):
                 raise
-            from dynalint.engine import one_line_reason
+            from dynalint.run.engine import one_line_reason
 
             error(f"internal error: {one_line_reason(exc)}")
             sys.exit(EXIT_ERROR)

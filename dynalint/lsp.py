@@ -279,8 +279,8 @@ class DynalintServer(LanguageServer):  # type: ignore[misc,valid-type]
 
     def lint(self, uri: str, text: str, version: Optional[int]) -> DocState:
         """Runs in the lint thread: the findings for one document snapshot."""
-        from dynalint.discovery import is_excluded
-        from dynalint.engine import select_findings
+        from dynalint.run.discovery import is_excluded
+        from dynalint.run.engine import select_findings
 
         fs_path = to_fs_path(uri)
         path = Path(fs_path) if fs_path else None
@@ -296,7 +296,7 @@ class DynalintServer(LanguageServer):  # type: ignore[misc,valid-type]
         return state
 
     def _summary(self, uri: str, filename: str, text: str, config):
-        from dynalint.engine import SourceFile, analyze_files, module_name_for
+        from dynalint.run.engine import SourceFile, analyze_files, module_name_for
 
         key = (text, config.cache_key(), filename)
         hit = self._summaries.get(uri)
@@ -483,7 +483,7 @@ class DynalintServer(LanguageServer):  # type: ignore[misc,valid-type]
     @staticmethod
     def _source_file(state: DocState):
         """Another open document, as context for compile regions across files."""
-        from dynalint.engine import SourceFile, module_name_for
+        from dynalint.run.engine import SourceFile, module_name_for
 
         path = Path(state.filename)
         module, is_package = module_name_for(path, [state.config.root / s for s in state.config.src])

@@ -1,7 +1,7 @@
 """The fixes rules offer, registered by the names rules ask for (`lint.rule.offer_fix`), and the
 clean-ups `fixes/apply.py` runs after them.
 
-Importing this module fills the lint layer's fix-provider table; the app (`dynalint.engine`)
+Importing this module fills the lint layer's fix-provider table; the app (`dynalint.run.engine`)
 does so before it lints, so that the lint layer never imports the fix generators.
 """
 

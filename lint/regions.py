@@ -374,7 +374,7 @@ def called_names(summaries: Iterable[FileSummary], extra_roots: Iterable[str] = 
     methods of `self.m()`, `self.sub.m()`, `super().m()` calls, and the last part of every dotted
     name the project resolves (`pkg.mod.Class.m`, bases, stored types, compile targets, roots).
     A method whose name is not among them changes no resolution when added to a class or
-    removed from it (`dynalint.incremental._new_classes`)."""
+    removed from it (`dynalint.run.incremental._new_classes`)."""
     names = set(extra_roots)  # dotted names, cut to their last part at the end
     last_parts: set[str] = set()  # methods of the self/selfattr/super calls
     for s in summaries:
@@ -398,7 +398,7 @@ def memo_key(cls: Optional[str], edge) -> tuple:
 
 
 def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[str]) -> dict[str, dict]:
-    """What `dynalint.incremental` needs, per file, to prove that an edit of that file alone
+    """What `dynalint.run.incremental` needs, per file, to prove that an edit of that file alone
     changes nothing in any other file. `walk`: what `project.reachable(walk)` recorded;
     `visited`: every name the run's projects (cross-file rounds and reachability) looked at.
 
@@ -408,7 +408,7 @@ def boundaries(project: Project, live: set[str], walk: dict, visited: Iterable[s
       other entries, the rest of the project sees the file as before: every other file keeps
       its live functions. The exits are None here: walking every file costs the whole-tree run
       a tenth of its time, and only a file edited later needs them, so
-      `dynalint.incremental` walks them then, from the file's analysis and its memo.
+      `dynalint.run.incremental` walks them then, from the file's analysis and its memo.
     - "memo": the resolved targets of the calls its live functions make ((class, edge) ->
       targets), so that the file's new call graph can be walked without the other files.
     - "visited": the names under the file's module that resolution looked at. A function

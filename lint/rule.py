@@ -120,7 +120,7 @@ class RuleContext(Protocol):
 
 # Fix providers. The lint layer never imports the fix generators (`dynalint.fixes`, the layer
 # above it): a rule offers a fix by name, `offer_fix("guard", ctx, node, self.code)`, and
-# `dynalint.fixes.providers` fills this table when imported, which the app (`dynalint.engine`)
+# `dynalint.fixes.providers` fills this table when imported, which the app (`dynalint.run.engine`)
 # does before it lints. With no provider loaded under a name, the finding simply has no fix.
 _FIX_PROVIDERS: dict[str, Callable[..., Any]] = {}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dynalint.config import Config, resolve_config
-from dynalint.discovery import discover, is_excluded
+from dynalint.run.discovery import discover, is_excluded
 
 
 def touch(root: Path, *names: str) -> None:

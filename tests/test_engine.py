@@ -14,9 +14,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from dynalint.cache import Cache
+from dynalint.run.cache import Cache
 from dynalint.config import Config
-from dynalint.engine import SourceFile, analyze_files, module_name_for, select_findings
+from dynalint.run.engine import SourceFile, analyze_files, module_name_for, select_findings
 from dynalint.lint import fastcst
 
 CLI = [sys.executable, "-c", "import sys; from dynalint.cli import main; sys.exit(main())"]
@@ -63,7 +63,7 @@ def findings(root: Path, cache_dir=None, jobs=1) -> list[tuple]:
 
 def findings_incremental(root: Path, cache_dir, jobs: int = 1) -> list[tuple]:
     """What `dynalint check` does: the incremental path over the last run's state."""
-    from dynalint.incremental import lint_tree
+    from dynalint.run.incremental import lint_tree
 
     return [(f.filename, f.row, f.column, f.code, f.message) for f in lint_tree(sources(root), ALL, jobs=jobs, cache_dir=cache_dir)]
 
@@ -74,9 +74,9 @@ def relint_jobs(request, monkeypatch) -> int:
     side by side in forked workers, as a big file's do."""
     if request.param == "serial":
         return 1
-    import dynalint.incremental
+    import dynalint.run.incremental
 
-    monkeypatch.setattr(dynalint.incremental, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(dynalint.run.incremental, "PARALLEL_MIN_CHARS", 0)
     return 2
 
 
@@ -84,16 +84,16 @@ class WholeTreeRuns:
     """Counts the runs that fell back to analysing the whole tree."""
 
     def __init__(self, monkeypatch):
-        import dynalint.engine
+        import dynalint.run.engine
 
         self.count = 0
-        real = dynalint.engine.analyze_files
+        real = dynalint.run.engine.analyze_files
 
         def counting(*args, **kwargs):
             self.count += 1
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(dynalint.engine, "analyze_files", counting)
+        monkeypatch.setattr(dynalint.run.engine, "analyze_files", counting)
 
 
 def check_json(root: Path, *args: str) -> list[dict]:
@@ -279,9 +279,9 @@ def test_recorded_regions_follow_the_extra_roots(tmp_path):
 def test_per_set_files_are_pruned_to_the_most_recently_used(tmp_path, monkeypatch):
     """Packs, run records and states are per set of files (a pre-commit hook makes new sets all
     the time): each folder keeps the files used last."""
-    import dynalint.cache
+    import dynalint.run.cache
 
-    monkeypatch.setattr(dynalint.cache, "KEEP_PER_FOLDER", 3)
+    monkeypatch.setattr(dynalint.run.cache, "KEEP_PER_FOLDER", 3)
     cache = Cache(tmp_path / "cache")
     for i in range(5):
         cache.save_pack(f"set{i}", {"k": {"i": i}})
@@ -295,12 +295,17 @@ def test_per_set_files_are_pruned_to_the_most_recently_used(tmp_path, monkeypatc
 def test_the_code_fingerprint_follows_source_content_not_mtimes(tmp_path):
     """A checkout, rebase or editor rewriting a source with the same text must not move a process
     to another cache folder; a change of content must."""
-    from dynalint.cache import _code_fingerprint, _fingerprint_of, _source_files
+    from dynalint.run.cache import _code_fingerprint, _fingerprint_of, _source_files
 
     sources = _source_files()
     names = [name for _, name in sources]
-    assert {"engine.py", "incremental.py", "findings.py", "lint/rule.py", "fixes/checks.py"} <= set(names)
-    assert any(name.startswith("lint/rules/") for name in names)
+    # Every source that shapes a summary, run record or state, wherever the package keeps it.
+    root = Path(__file__).resolve().parents[1]
+    expected = {"findings.py", "run/engine.py", "run/incremental.py"}
+    for layer in ("lint", "fixes"):
+        expected |= {p.relative_to(root).as_posix() for p in (root / layer).rglob("*.py")}
+    assert set(names) == expected and len(names) == len(expected)
+    assert all(path.is_file() for path, _ in sources)
     assert _fingerprint_of(sources) == _code_fingerprint()
     copies = []
     for path, name in sources:  # copies: the installed sources are never touched
@@ -321,6 +326,11 @@ def test_the_code_fingerprint_follows_source_content_not_mtimes(tmp_path):
     assert _fingerprint_of(copies) == base
     renamed = [(copy, "lint/other.py" if copy == target else name) for copy, name in copies]
     assert _fingerprint_of(renamed) != base
+    for copy, name in copies:  # an edit of any of them moves the cache
+        text = copy.read_bytes()
+        copy.write_bytes(text + b"#")
+        assert _fingerprint_of(copies) != base, name
+        copy.write_bytes(text)
 
 
 def test_a_damaged_cache_entry_is_a_miss(tmp_path):
@@ -397,7 +407,7 @@ def test_progress_bar_on_a_terminal(tmp_path):
 def test_a_named_folder_inside_a_gitignored_one_is_walked(tmp_path, monkeypatch):
     """As ruff does: `dynalint check ~/.pyenv/versions/.../site-packages/pkg` lints pkg although
     the pyenv checkout's .gitignore lists `/versions`; files below still follow pkg's own rules."""
-    from dynalint.discovery import discover
+    from dynalint.run.discovery import discover
 
     (tmp_path / ".git").mkdir()
     (tmp_path / ".gitignore").write_text("/versions\n")
@@ -655,7 +665,7 @@ def test_positions_match_libcsts_provider_on_real_code():
 # Kinds in unannotated research code: a value is a tensor only on evidence.
 def _lint_marked(text: str) -> tuple[list, list]:
     """Findings (row, code) of DYN1xx rules in `text`, and the rows marked `# expect: CODE`."""
-    from dynalint.engine import lint_source
+    from dynalint.run.engine import lint_source
     from dynalint.lint.rule import Example
 
     example = Example(text)
@@ -905,7 +915,7 @@ def test_target_torch_decides_version_dependent_findings(tmp_path, target, rows)
     # from 2.14; a branch on a draw breaks on both. `target-torch` wins over the installed torch,
     # and the cache keeps the two targets' findings apart.
     from dynalint.config import parse_table
-    from dynalint.incremental import lint_tree
+    from dynalint.run.incremental import lint_tree
 
     (tmp_path / "m.py").write_text(RANDOM_VALUE)
     config = parse_table({"select": ["DYN105"], "target-torch": target}, None)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dynalint import atomic
+from dynalint.run import atomic
 from dynalint import autofix
 from dynalint.autofix import fix_source
 from dynalint.cli import main
@@ -1259,7 +1259,7 @@ def test_rule_examples_fix_to_parseable_code_in_one_run(example):
 
 def test_fixable_rules_offer_fixes_on_their_examples():
     """Each rule that declares a fix offers one on at least one of its own invalid examples."""
-    from dynalint.engine import lint_source
+    from dynalint.run.engine import lint_source
     from dynalint.lint.rule import FIX_APPLICABILITIES
 
     for rule in all_rules():

@@ -1,5 +1,5 @@
 """The faster cold start: libcst imported through the table of dataclass code
-(`dynalint.importcache`) behaves as a plain import, and files are parsed without node validation
+(`dynalint.run.importcache`) behaves as a plain import, and files are parsed without node validation
 (`parse_unvalidated`) into the very trees `cst.parse_module` makes."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import json, sys
 from pathlib import Path
-from dynalint import importcache
+from dynalint.run import importcache
 importcache.table_path = lambda: Path(sys.argv[1])
 importcache.install()
 import libcst as cst

@@ -1,5 +1,5 @@
 """Edits that change a file's interface but nothing any other file sees are re-linted from that
-file alone (`dynalint.incremental._local_change`); every other interface change falls back to
+file alone (`dynalint.run.incremental._local_change`); every other interface change falls back to
 the whole tree. Each step of one editing session is checked against a run without any cache:
 the findings must be the same, and the path taken must be the expected one."""
 
@@ -270,9 +270,9 @@ def session(request, tmp_path_factory):
     findings_incremental(root, cache_dir)
     with pytest.MonkeyPatch.context() as patch:
         if request.param == "parallel":
-            import dynalint.incremental
+            import dynalint.run.incremental
 
-            patch.setattr(dynalint.incremental, "PARALLEL_MIN_CHARS", 0)
+            patch.setattr(dynalint.run.incremental, "PARALLEL_MIN_CHARS", 0)
         yield root, cache_dir, 1 if request.param == "serial" else 2
 
 

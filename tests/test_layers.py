@@ -44,7 +44,7 @@ def imports_of(path: Path) -> list[tuple[str, int]]:
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            # `from dynalint import engine` imports dynalint.engine
+            # `from dynalint.run import engine` imports dynalint.run.engine
             out += [(f"{module}.{alias.name}", node.lineno) for alias in node.names]
     return out
 

@@ -12,7 +12,7 @@ pytest.importorskip("pygls")
 
 from dynalint import rule_url  # noqa: E402
 from dynalint.config import Config  # noqa: E402
-from dynalint.engine import lint_source  # noqa: E402
+from dynalint.run.engine import lint_source  # noqa: E402
 from dynalint.autofix import fix_source  # noqa: E402
 
 from .lsp_client import LspClient  # noqa: E402

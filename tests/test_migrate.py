@@ -227,7 +227,7 @@ def test_one_models_source_ignores_the_other_models_and_comments(tmp_path):
 
 def example_code_map():
     from dynalint.config import Config
-    from dynalint.engine import SourceFile, analyze_files, module_name_for
+    from dynalint.run.engine import SourceFile, analyze_files, module_name_for
     from dynalint.migrate.code import CodeMap
 
     files = []

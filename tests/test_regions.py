@@ -4,7 +4,7 @@ import textwrap
 from pathlib import Path
 
 from dynalint.config import Config
-from dynalint.engine import SourceFile, analyze_files, module_name_for, select_findings
+from dynalint.run.engine import SourceFile, analyze_files, module_name_for, select_findings
 
 ALL = Config(select=("ALL",))
 
@@ -333,7 +333,7 @@ def test_rounds_and_reachability_share_a_project_that_matches_a_fresh_one(tmp_pa
     reachability walk reuses it. It must resolve exactly as a project built from scratch on the
     final summaries, and record the same names looked at."""
     from dynalint.lint.regions import Project, Visited
-    from dynalint.engine import live_functions
+    from dynalint.run.engine import live_functions
 
     summaries = analyze_tree(tmp_path, CROSS_FILE_TREE)
     shared = summaries.project

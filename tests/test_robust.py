@@ -196,7 +196,7 @@ def test_valid_python_that_only_libcst_refuses_says_so(tmp_path):
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_an_internal_error_in_one_file_is_that_files_finding(tmp_path, monkeypatch, jobs):
     from dynalint.config import Config
-    from dynalint.engine import SourceFile, lint_files
+    from dynalint.run.engine import SourceFile, lint_files
     from dynalint.lint import analyzer
 
     real = analyzer.FileAnalyzer.run
@@ -222,7 +222,7 @@ def test_an_internal_error_in_one_file_is_that_files_finding(tmp_path, monkeypat
 
 
 def test_the_last_resort_message_is_one_line_even_for_an_unprintable_exception():
-    from dynalint.engine import one_line_reason
+    from dynalint.run.engine import one_line_reason
 
     class Deep(Exception):
         def __str__(self):

@@ -4,7 +4,7 @@ import pytest
 
 from dynalint.autofix import fix_source
 from dynalint.config import Config
-from dynalint.engine import lint_source
+from dynalint.run.engine import lint_source
 from dynalint.lint.rules import all_rules
 
 ALL = Config(select=("ALL",))

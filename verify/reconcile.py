@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from dynalint.config import Config
-from dynalint.engine import SourceFile, analyze_files, module_name_for, read_source, select_findings
+from dynalint.run.engine import SourceFile, analyze_files, module_name_for, read_source, select_findings
 from dynalint.findings import Finding
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, REACHED = "confirmed", "not_reproduced", "not_reached", "reached"

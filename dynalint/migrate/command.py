@@ -120,7 +120,7 @@ class Linted:
 
 
 def lint(files, config) -> Linted:
-    from dynalint.engine import analyze_files, select_findings
+    from dynalint.run.engine import analyze_files, select_findings
 
     summaries = analyze_files(files, config, jobs=0)
     return Linted(files, summaries, select_findings(summaries, config))
@@ -130,7 +130,7 @@ def collect(opts: MigrateOptions, config) -> list:
     """PATH's Python files, named relative to the current folder, or to PATH's import root when
     PATH lies outside it (so the report says `toynet/ops.py`, not `/tmp/copy/toynet/ops.py`)."""
     from dynalint.check import CheckOptions, collect_files
-    from dynalint.engine import SourceFile
+    from dynalint.run.engine import SourceFile
 
     files = collect_files(CheckOptions(paths=[opts.path]), config)
     cwd, root = Path.cwd().resolve(), import_root(opts.path)
@@ -144,7 +144,7 @@ def _is_within(path: Path, folder: Path) -> bool:
 
 def with_texts(files, texts: dict[str, str]) -> list:
     """SourceFiles carrying the given texts (real path -> text) instead of what is on disk."""
-    from dynalint.engine import SourceFile
+    from dynalint.run.engine import SourceFile
     from dynalint.migrate.code import real
 
     return [SourceFile(f.path, f.display, f.module, f.is_package, text=texts.get(real(f.path), f.text)) for f in files]
@@ -282,7 +282,7 @@ def verify_step(opts: MigrateOptions, files, before: Linted, fix: FixStep, confi
 
 
 def _with_models_file(files, summaries, models: Path, config):
-    from dynalint.engine import SourceFile, analyze_files, module_name_for
+    from dynalint.run.engine import SourceFile, analyze_files, module_name_for
     from dynalint.migrate.code import CodeMap
 
     module, is_package = module_name_for(models)

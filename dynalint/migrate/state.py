@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from dynalint.atomic import write_bytes_atomically
+from dynalint.run.atomic import write_bytes_atomically
 
 STATE_VERSION = 1
 
@@ -109,6 +109,6 @@ class MigrationState:
 
 
 def read_text(path: Path) -> str:
-    from dynalint.engine import read_source
+    from dynalint.run.engine import read_source
 
     return read_source(path)

@@ -18,7 +18,7 @@ from dynalint.config import Config
 from dynalint.findings import Finding
 
 if TYPE_CHECKING:
-    from dynalint.cache import RunCache
+    from dynalint.run.cache import RunCache
 
 # Unreadable / undecodable files are findings too, so a run names them and goes on.
 IO_ERROR = "DYN002"
@@ -175,7 +175,7 @@ def _analyze_one(args: WorkItem, interface_only: bool = False) -> tuple[str, dic
     facts = args.facts  # what other files tell about this one (lint/hints.py)
     cache = None
     if cache_dir is not None:
-        from dynalint.cache import Cache
+        from dynalint.run.cache import Cache
 
         cache = Cache(Path(cache_dir))
     if text is None:
@@ -207,14 +207,14 @@ def _analyze_one(args: WorkItem, interface_only: bool = False) -> tuple[str, dic
         summary = analyze_source(text, display, module, is_package, options)
         summary.facts = facts or None
         data = summary.to_cache()
-        data["interface"] = interface_fingerprint(data)  # what dynalint.incremental compares
+        data["interface"] = interface_fingerprint(data)  # what dynalint.run.incremental compares
     except Exception as exc:  # a bug met by one file is that file's finding; the run goes on
         return display, _analysis_failure(display, module, exc)
     finally:
         if was_enabled:
             gc.enable()
     if cache is not None and key is not None:
-        # An interface-only entry lacks findings: kept apart, for `dynalint.incremental`.
+        # An interface-only entry lacks findings: kept apart, for `dynalint.run.incremental`.
         cache.put(key + INTERFACE_ONLY if interface_only else key, data)
     return display, data
 
@@ -230,7 +230,7 @@ def _cached_results(
     misses come back with their text already read, so workers do not read them again; the keys
     of all that could be read come too (display -> key). Items in `work` get their text filled
     in too, for the cross-file rounds of the same run. `known_keys`: keys the caller already
-    computed for unchanged files (`dynalint.incremental`); their hits need no read."""
+    computed for unchanged files (`dynalint.run.incremental`); their hits need no read."""
     if run_cache is None:
         return {}, work, {}
     hits: dict[str, dict] = {}
@@ -345,7 +345,7 @@ def analyze_files(
     known_keys: Optional[dict[str, str]] = None,
 ):
     """Summaries of `files` after the cross-file rounds. `trace`, when given, is filled with
-    what `dynalint.incremental` keeps to redo a later run file by file: each file's first-pass
+    what `dynalint.run.incremental` keeps to redo a later run file by file: each file's first-pass
     key and entry, and for each later round the facts it got, its key and entry; the rounds then
     run even when the run record could skip them. `known_keys`: first-pass keys of files known
     to be unchanged (display -> key), used instead of reading and hashing them."""
@@ -361,7 +361,7 @@ def analyze_files(
     _package_parts.cache_clear()  # (the language server) must see new folders and packages
     _folder_module_parts.cache_clear()
     with _gc_paused():
-        from dynalint.cache import RunCache
+        from dynalint.run.cache import RunCache
 
         run_cache = RunCache(cache_dir, [w.display for w in work]) if cache_dir is not None else None
         results, misses, keys = _cached_results(work, run_cache, known_keys)

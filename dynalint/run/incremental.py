@@ -79,12 +79,12 @@ def lint_tree(
 ) -> list[Finding]:
     """Findings for `files`, as `select_findings(analyze_files(...))` gives them, redoing only the
     changed files when the last run's state allows it."""
-    from dynalint import engine
+    from dynalint.run import engine
     from dynalint.lint import target
 
     if cache_dir is None:
         return engine.select_findings(engine.analyze_files(files, config, jobs=jobs, progress=progress), config)
-    from dynalint.cache import Cache
+    from dynalint.run.cache import Cache
 
     target.configure(config.target_torch)
     cache = Cache(Path(cache_dir))
@@ -156,7 +156,7 @@ def _state_from_trace(trace: dict, summaries: list, live: set, stats: dict) -> O
 def _relint_changed(state: dict, work: list, cache, config: Config, name: str, known_keys: dict, jobs: int = 0):
     """(findings, state changed) when the changed files kept their interfaces, else None.
     Fills `known_keys` with the keys of the files whose stat says they did not change."""
-    from dynalint import engine
+    from dynalint.run import engine
 
     known = state["files"]
     if len(known) != len(work):
@@ -251,7 +251,7 @@ def _local_change(
     file, the calls that leave the file must still reach what they reached before, and
     otherwise only entry points of other files (`res["entry_points"]`, from the last whole-tree
     run, whose own edits keep them so): then every other file keeps its live functions."""
-    from dynalint import engine
+    from dynalint.run import engine
     from dynalint.lint.regions import memo_key, outside_base_is_module, referenced_names, walk_within
 
     visited = set(boundary["visited"])
@@ -597,7 +597,7 @@ def _analyze_all(analyses: list, jobs: int) -> Iterable[dict]:
     All but the last are interface-only. A big file's analyses run side by side in forked
     workers, which inherit the tree parsed and the module level scanned here (the analyzer keeps
     the last two texts')."""
-    from dynalint import engine
+    from dynalint.run import engine
 
     last = len(analyses) - 1
     jobs = jobs or os.cpu_count() or 1

@@ -9,7 +9,7 @@ modules in `.pyc` files but not of these strings; this module does the same for 
 While libcst is imported, `exec` in the `dataclasses` module is shadowed by one that looks the
 source text up in a table of compiled code (compiled with the flags `exec` would use, and kept
 by the exact text, so the result is the same code object `exec` would have compiled). The
-table lives beside dynalint's own bytecode (`dynalint/__pycache__/`), stamped with the
+table lives beside dynalint's own bytecode (`dynalint/run/__pycache__/`), stamped with the
 interpreter's bytecode magic number, and is written the way `.pyc` files are: atomically, not
 when `PYTHONDONTWRITEBYTECODE` is set, silently skipped where the folder is read-only. A
 damaged or foreign table is ignored. `DYNALINT_NO_IMPORT_CACHE=1` turns all of it off.
@@ -133,7 +133,7 @@ class CodeTable:
         if sys.dont_write_bytecode:
             return None
         try:
-            from dynalint.atomic import write_bytes_atomically
+            from dynalint.run.atomic import write_bytes_atomically
 
             self.path.parent.mkdir(exist_ok=True)
             mode = os.stat(__file__).st_mode & 0o666  # as a .pyc takes its source's

@@ -5,12 +5,12 @@ options, the cross-file facts other files gave it (`lint/hints.py`, part of the 
 analyzer's own code (the fingerprint naming the cache folder). What depends on other files
 (compile regions across imports and base classes, the facts themselves) is recomputed from the
 summaries whenever what other files read of a file (its interface) changed, so a changed base
-class or helper can never leave stale findings behind (`dynalint.incremental`).
+class or helper can never leave stale findings behind (`dynalint.run.incremental`).
 
 Entries are `marshal` data (plain dicts, lists and strings; several times faster to load than
 JSON), one file per entry plus, per set of linted files, a pack of all the entries its last run
 used (one read instead of thousands), and per set of linted files and options, the state
-`dynalint.incremental` re-lints changed files from. Writes go to a temporary file renamed into
+`dynalint.run.incremental` re-lints changed files from. Writes go to a temporary file renamed into
 place, so concurrent runs never see a partial entry or pack and at worst compute the same entry
 twice; an unreadable entry or pack is a miss. Files are read whole and decoded with
 `marshal.loads`: `marshal.load` on a file object reads it in one call per object (a 15 MB pack
@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 from dynalint import __version__
 from dynalint.lint.target import target_text
-from dynalint.atomic import write_bytes_atomically
+from dynalint.run.atomic import write_bytes_atomically
 
 FORMAT = "m5"  # bump when the entry layout or what an analysis infers changes
 # Packs, run records and states are per set of linted files: a pre-commit hook makes a new set
@@ -57,12 +57,9 @@ def _source_files() -> list[tuple[Path, str]]:
     import dynalint.fixes as fixes_pkg
     import dynalint.lint as lint_pkg
 
-    here = Path(__file__)
-    files = [
-        (Path(findings_mod.__file__), "findings.py"),
-        (here.with_name("engine.py"), "engine.py"),
-        (here.with_name("incremental.py"), "incremental.py"),
-    ]
+    run = Path(__file__).parent  # this package, dynalint.run
+    files = [(Path(findings_mod.__file__), "findings.py")]
+    files += [(run / name, f"run/{name}") for name in ("engine.py", "incremental.py")]
     for pkg, name in ((lint_pkg, "lint"), (fixes_pkg, "fixes")):
         root = Path(pkg.__file__).parent
         files += [(p, f"{name}/{p.relative_to(root).as_posix()}") for p in sorted(root.rglob("*.py"))]
@@ -138,14 +135,14 @@ class Cache:
     def save_pack(self, name: str, entries: dict[str, dict[str, Any]]) -> None:
         self._save(self.dir / "packs" / name, entries)
 
-    # -- run records (see dynalint.engine._RunRecord) -------------------------------------------
+    # -- run records (see dynalint.run.engine._RunRecord) ---------------------------------------
     def load_record(self, name: str) -> dict[str, Any]:
         return self._load(self.dir / "runs" / name)
 
     def save_record(self, name: str, data: dict[str, Any]) -> None:
         self._save(self.dir / "runs" / name, data)
 
-    # -- incremental states (see dynalint.incremental) -------------------------------------------
+    # -- incremental states (see dynalint.run.incremental) ---------------------------------------
     def load_state(self, name: str) -> dict[str, Any]:
         return self._load(self.dir / "states" / name)
 
