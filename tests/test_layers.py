@@ -1,7 +1,9 @@
 """Dependencies go one way: core (`dynalint.findings`) <- lint (`lint/`) <- fixes (`fixes/`) <- the
 app (engine, check, autofix, verify, migrate, lsp, ...). Rules offer fixes through the registry in
 `lint/rule.py` (filled by `fixes/providers.py`), never by importing them; `dynalint.config` sits
-above lint, since it checks rule codes against the catalog.
+above lint, since it checks rule codes against the catalog. The run machinery (`dynalint/run/`)
+uses lint, fixes and the configuration, never the commands built on it (check, autofix, lsp,
+migrate, verify).
 
 Every import counts: module level, inside functions, under `TYPE_CHECKING`."""
 
@@ -13,17 +15,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"lint": "dynalint.lint", "fixes": "dynalint.fixes"}
+# layer -> its folder in the repository and the package it installs as
+PACKAGES = {"lint": ("lint", "dynalint.lint"), "fixes": ("fixes", "dynalint.fixes"), "run": ("dynalint/run", "dynalint.run")}
 CORE = ("dynalint.findings",)
 ALLOWED = {
     "lint": CORE + ("dynalint.lint",),
     "fixes": CORE + ("dynalint.lint", "dynalint.fixes"),
+    "run": CORE + ("dynalint.config", "dynalint.lint", "dynalint.fixes", "dynalint.run"),
 }
 
 
 def _module_name(path: Path) -> tuple[str, bool]:
     rel = path.relative_to(ROOT)
-    parts = [PACKAGES[rel.parts[0]]] + list(rel.with_suffix("").parts[1:])
+    folder, package = next(v for v in PACKAGES.values() if rel.as_posix().startswith(v[0] + "/"))
+    parts = [package] + list(rel.relative_to(folder).with_suffix("").parts)
     is_package = parts[-1] == "__init__"
     if is_package:
         parts = parts[:-1]
@@ -52,7 +57,7 @@ def imports_of(path: Path) -> list[tuple[str, int]]:
 def _outside(layer: str) -> list[str]:
     allowed = ALLOWED[layer]
     bad = []
-    for path in sorted((ROOT / layer).rglob("*.py")):
+    for path in sorted((ROOT / PACKAGES[layer][0]).rglob("*.py")):
         for module, line in imports_of(path):
             if not module.startswith("dynalint") or module == "dynalint.__version__":
                 continue
