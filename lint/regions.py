@@ -29,8 +29,160 @@ class Visited(set):
 _NO_FILE = "\0"
 
 
-class Project:
+class ClassResolver:
+    """Class resolution over linted classes: MRO, module-ness, methods (with the subclasses that
+    override them), submodule types, and the targets of a method's calls. The one
+    implementation: `Project` resolves across every linted file, `dynalint.run.incremental`
+    within one file's analysis. A subclass fills `classes` (qualname -> ClassInfo), `functions`
+    and `_subclasses` (class -> the classes naming it as a base, in class order), and says what
+    a name resolves to (`canonical`) and whether a resolved name is one of its classes or
+    functions (`_is_class`, `_is_function`). Answers are memoised: classes and methods never
+    change under a resolver (`Project.replace` keeps them)."""
+
+    classes: dict[str, ClassInfo]
+    functions: dict
+    _subclasses: dict[str, list[str]]
+
+    def __init__(self) -> None:
+        self._module_cache: dict[str, bool] = {}
+        self._mro_cache: dict[str, list[str]] = {}
+        self._method_cache: dict[tuple[str, str], Optional[str]] = {}
+        self._subclass_cache: dict[str, list[str]] = {}
+
+    def canonical(self, name: str) -> str:
+        return name
+
+    def _own(self, cls: str) -> str:
+        """The name a class asked about by its own name resolves to."""
+        return cls
+
+    def _is_class(self, name: str) -> bool:
+        return name in self.classes
+
+    def _is_function(self, name: str) -> bool:
+        return name in self.functions
+
+    # -- module-ness --------------------------------------------------------------------------
+    def is_module(self, cls: str, depth: int = 0) -> bool:
+        cls = self._own(cls)
+        if cls in self._module_cache:
+            return self._module_cache[cls]
+        self._module_cache[cls] = False  # cycles
+        result = False
+        if cls.startswith("torch.nn."):
+            result = True
+        elif self._is_class(cls) and depth < 50:
+            result = any(self._base_is_module(b, depth) for b in self.classes[cls].bases)
+        self._module_cache[cls] = result
+        return result
+
+    def _base_is_module(self, base: str, depth: int) -> bool:
+        b = self.canonical(base)
+        if self._is_class(b):
+            return self.is_module(b, depth + 1)
+        return outside_base_is_module(b)
+
+    def mro(self, cls: str) -> list[str]:
+        # Memoised: reachability asks for the same classes' MROs tens of thousands of times.
+        cached = self._mro_cache.get(cls)
+        if cached is None:
+            cached = self._mro_cache[cls] = self._compute_mro(cls)
+        return cached
+
+    def _compute_mro(self, cls: str) -> list[str]:
+        out, queue, seen = [], [self._own(cls)], set()
+        while queue:
+            c = queue.pop(0)
+            if c in seen or not self._is_class(c):
+                continue
+            seen.add(c)
+            out.append(c)
+            queue.extend(self.canonical(b) for b in self.classes[c].bases)
+        return out
+
+    def find_method(self, cls: str, name: str) -> Optional[str]:
+        key = (cls, name)
+        if key in self._method_cache:
+            return self._method_cache[key]
+        found = None
+        for c in self.mro(cls):
+            if name in self.classes[c].methods:
+                found = f"{c}.{name}"
+                break
+        self._method_cache[key] = found
+        return found
+
+    def subclasses(self, cls: str) -> list[str]:
+        cached = self._subclass_cache.get(cls)
+        if cached is None:
+            cached = self._subclass_cache[cls] = self._find_subclasses(cls)
+        return cached
+
+    def _find_subclasses(self, cls: str) -> list[str]:
+        out, queue, seen = [], [cls], set()
+        while queue:
+            c = queue.pop()
+            for s in self._subclasses.get(c, ()):
+                if s not in seen:
+                    seen.add(s)
+                    out.append(s)
+                    queue.append(s)
+        return out
+
+    def attr_types(self, cls: str, attr: str) -> list[str]:
+        for c in self.mro(cls):
+            types = self.classes[c].attr_types.get(attr)
+            if types:
+                return [self.canonical(t) for t in types]
+        return []
+
+    # -- call targets -----------------------------------------------------------------------------
+    def _callable_targets(self, name: str) -> list[str]:
+        """What calling a resolved name runs: the function, or a module class's forward."""
+        if self._is_function(name):
+            return [name]
+        if self._is_class(name):
+            fwd = self.find_method(name, "forward")
+            return [fwd] if fwd else []
+        return []
+
+    def method_targets(self, cls: str, edge: tuple) -> list[str]:
+        """The targets of a call edge through `self` or `super()` in a method of `cls`."""
+        kind = edge[0]
+        if kind == "self":
+            meth = edge[1]
+            found = self.find_method(cls, meth)
+            out = [found] if found else []
+            for sub in self.subclasses(cls):
+                if meth in self.classes[sub].methods:
+                    out.append(f"{sub}.{meth}")
+            if not out:  # self.block(x): a submodule stored on self
+                for t in self.attr_types(cls, meth):
+                    out += self._callable_targets(t)
+            return out
+        if kind == "selfattr":
+            attr, meth = edge[1], edge[2]
+            out = []
+            for t in self.attr_types(cls, attr):
+                m = self.find_method(t, meth)
+                if m:
+                    out.append(m)
+            return out
+        if kind == "super":
+            meth = edge[1]
+            for base in self.mro(cls)[1:]:
+                if meth in self.classes[base].methods:
+                    return [f"{base}.{meth}"]
+            return []
+        return []
+
+
+class Project(ClassResolver):
+    """Every linted file's classes and functions, names resolved across them (imports and
+    re-exports followed): the roots of the compile regions and what they reach."""
+
     def __init__(self, summaries: Iterable[FileSummary], extra_roots: Iterable[str] = (), visited: Optional[set] = None):
+        super().__init__()
         self.summaries = list(summaries)
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, FunctionInfo] = {}
@@ -43,8 +195,6 @@ class Project:
             for local, target in s.imports.items():
                 self.aliases[f"{s.module}.{local}"] = target
         self.extra_roots = list(extra_roots)
-        self._module_cache: dict[str, bool] = {}
-        self._mro_cache: dict[str, list[str]] = {}
         self._canonical_cache: dict[str, str] = {}
         # When a set: gets every name a canonical() walk looks at (`boundaries` reads it); when
         # a `Visited`, also which of them were looked at for another file than their own: the
@@ -54,8 +204,6 @@ class Project:
         self._chains: dict[str, tuple] = {}
         self._asked_by: dict[Optional[str], set[str]] = {}  # asker -> names whose chain it recorded
         self.asker = None
-        self._method_cache: dict[tuple[str, str], Optional[str]] = {}
-        self._subclass_cache: dict[str, list[str]] = {}
         self._file_of: Optional[dict[str, str]] = None
         self.facts_memo: dict = {}  # `lint.hints.cross_file_facts`'s parts per file
         self._home: dict[str, str] = {}  # class or function -> its file's module and a dot
@@ -162,80 +310,6 @@ class Project:
         keeps the names that resolution reached from somewhere else."""
         return cls if cls in self.classes else self.canonical(cls)
 
-    # -- module-ness --------------------------------------------------------------------------
-    def is_module(self, cls: str, depth: int = 0) -> bool:
-        cls = self._own(cls)
-        if cls in self._module_cache:
-            return self._module_cache[cls]
-        self._module_cache[cls] = False  # cycles
-        result = False
-        if cls.startswith("torch.nn."):
-            result = True
-        elif cls in self.classes and depth < 50:
-            result = any(self._base_is_module(b, depth) for b in self.classes[cls].bases)
-        self._module_cache[cls] = result
-        return result
-
-    def _base_is_module(self, base: str, depth: int) -> bool:
-        b = self.canonical(base)
-        if b in self.classes:
-            return self.is_module(b, depth + 1)
-        return outside_base_is_module(b)
-
-    def mro(self, cls: str) -> list[str]:
-        # Memoised: reachability asks for the same classes' MROs tens of thousands of times.
-        cached = self._mro_cache.get(cls)
-        if cached is None:
-            cached = self._mro_cache[cls] = self._compute_mro(cls)
-        return cached
-
-    def _compute_mro(self, cls: str) -> list[str]:
-        out, queue, seen = [], [self._own(cls)], set()
-        while queue:
-            c = queue.pop(0)
-            if c in seen or c not in self.classes:
-                continue
-            seen.add(c)
-            out.append(c)
-            queue.extend(self.canonical(b) for b in self.classes[c].bases)
-        return out
-
-    def find_method(self, cls: str, name: str) -> Optional[str]:
-        key = (cls, name)
-        if key in self._method_cache:  # methods do not change (`replace`)
-            return self._method_cache[key]
-        found = None
-        for c in self.mro(cls):
-            if name in self.classes[c].methods:
-                found = f"{c}.{name}"
-                break
-        self._method_cache[key] = found
-        return found
-
-    def subclasses(self, cls: str) -> list[str]:
-        cached = self._subclass_cache.get(cls)
-        if cached is None:
-            cached = self._subclass_cache[cls] = self._find_subclasses(cls)
-        return cached
-
-    def _find_subclasses(self, cls: str) -> list[str]:
-        out, queue, seen = [], [cls], set()
-        while queue:
-            c = queue.pop()
-            for s in self._subclasses.get(c, ()):
-                if s not in seen:
-                    seen.add(s)
-                    out.append(s)
-                    queue.append(s)
-        return out
-
-    def attr_types(self, cls: str, attr: str) -> list[str]:
-        for c in self.mro(cls):
-            types = self.classes[c].attr_types.get(attr)
-            if types:
-                return [self.canonical(t) for t in types]
-        return []
-
     # -- roots and reachability ------------------------------------------------------------------
     def roots(self) -> list[str]:
         roots = []
@@ -258,46 +332,13 @@ class Project:
         self.asker = None
         return roots
 
-    def _callable_targets(self, name: str) -> list[str]:
-        if name in self.functions:
-            return [name]
-        if name in self.classes:
-            fwd = self.find_method(name, "forward")
-            return [fwd] if fwd else []
-        return []
-
     def resolve_edge(self, fn: FunctionInfo, edge: tuple) -> list[str]:
         kind = edge[0]
         if kind == "name":
             return self._callable_targets(self.canonical(edge[1]))
         if fn.cls is None:
             return []
-        if kind == "self":
-            meth = edge[1]
-            found = self.find_method(fn.cls, meth)
-            out = [found] if found else []
-            for sub in self.subclasses(fn.cls):
-                if meth in self.classes[sub].methods:
-                    out.append(f"{sub}.{meth}")
-            if not out:  # self.block(x): a submodule stored on self
-                for t in self.attr_types(fn.cls, meth):
-                    out += self._callable_targets(t)
-            return out
-        if kind == "selfattr":
-            attr, meth = edge[1], edge[2]
-            out = []
-            for t in self.attr_types(fn.cls, attr):
-                m = self.find_method(t, meth)
-                if m:
-                    out.append(m)
-            return out
-        if kind == "super":
-            meth = edge[1]
-            for base in self.mro(fn.cls)[1:]:
-                if meth in self.classes[base].methods:
-                    return [f"{base}.{meth}"]
-            return []
-        return []
+        return self.method_targets(fn.cls, edge)
 
     def reachable(self, walk: Optional[dict] = None) -> set[str]:
         """The live functions. `walk`, when given, gets the roots ("roots") and, per live

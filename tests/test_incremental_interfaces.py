@@ -313,3 +313,65 @@ def test_a_forward_added_to_a_stored_module_is_a_root(tmp_path, monkeypatch):
     warm = findings_incremental(root, cache_dir)
     assert warm == findings(root, None) and [(f[0], f[3]) for f in warm] == [("pkg/pad.py", "DYN102")]
     assert whole.count == 1
+
+
+def test_the_file_resolver_answers_as_the_project_does():
+    """`_local_change` resolves a file's classes with the same `ClassResolver` as the whole-tree
+    path (`Project`), restricted to the file: on a file whose classes name only each other and
+    torch, both answer every question alike (MRO, module-ness, methods, subclasses, call targets),
+    and a name under another linted module is a LookupError for the file's resolver."""
+    from dynalint.lint.analyzer import analyze_source
+    from dynalint.lint.regions import Project
+    from dynalint.run.incremental import _FileClasses
+
+    source = textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Base(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = Leaf()
+                self.blocks = nn.ModuleList([Leaf(), Leaf()])
+
+            def forward(self, x):
+                return self.step(self.inner(x))
+
+            def step(self, x):
+                return self.blocks(x)
+
+        class Leaf(nn.Module):
+            def forward(self, x):
+                return x * 2
+
+        class Mid(Base):
+            def step(self, x):
+                return super().step(x) + self.inner.forward(x)
+
+        class Top(Mid):
+            def extra(self):
+                return self.step(1)
+
+        class Plain:
+            def step(self):
+                return 0
+    """)
+    summary = analyze_source(source, "pkg/m.py", "pkg.m")
+    project = Project([summary])
+    local = _FileClasses(summary.to_cache(), {"pkg", "pkg.m", "pkg.other"})
+    classes = sorted(summary.classes)
+    assert classes == ["pkg.m.Base", "pkg.m.Leaf", "pkg.m.Mid", "pkg.m.Plain", "pkg.m.Top"]
+    edges = [(q, fn.cls, e) for q, fn in summary.functions.items() if fn.cls for e in fn.edges if e[0] != "name"]
+    assert {e[0] for _, _, e in edges} == {"self", "selfattr", "super"}
+    for cls in classes:
+        assert local.mro(cls) == project.mro(cls), cls
+        assert local.is_module(cls) == project.is_module(cls), cls
+        assert local.subclasses(cls) == project.subclasses(cls), cls
+        for name in ("forward", "step", "extra", "missing"):
+            assert local.find_method(cls, name) == project.find_method(cls, name), (cls, name)
+    for q, cls, edge in edges:
+        assert local.method_targets(cls, edge) == project.resolve_edge(summary.functions[q], edge), (q, edge)
+    assert project.is_module("pkg.m.Top") and not project.is_module("pkg.m.Plain")
+    assert project.method_targets("pkg.m.Base", ("self", "step")) == ["pkg.m.Base.step", "pkg.m.Mid.step"]
+    with pytest.raises(LookupError):
+        local.mro("pkg.other.Thing")

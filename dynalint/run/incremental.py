@@ -39,7 +39,8 @@ from typing import Callable, Iterable, Optional
 
 from dynalint.config import Config
 from dynalint.findings import Finding
-from dynalint.lint.summary import interface_fingerprint
+from dynalint.lint.regions import ClassResolver
+from dynalint.lint.summary import ClassInfo, interface_fingerprint
 
 FORMAT = "s5"
 # More changed files than this: the whole-tree path (its rounds run in parallel workers).
@@ -287,7 +288,7 @@ def _local_change(
                 above = version.mro(cls)[1:]
                 if own_classes.intersection(above):
                     return None  # an own class's calls are resolved as if it had no subclass
-                names = version.classes[cls]["methods"]
+                names = version.classes[cls].methods
                 if any(memo_key(c, ("self", m)) in memo for c in above for m in names):
                     return None
                 forward = version.find_method(cls, "forward") if version.is_module(cls) else None
@@ -301,7 +302,7 @@ def _local_change(
 
     def targets_of(fn: dict, edge: tuple) -> list:
         if edge[0] != "name" and fn["cls"] in subclasses:
-            return resolver.targets(fn["cls"], edge)
+            return resolver.method_targets(fn["cls"], edge)
         if edge[0] != "name" and fn["cls"] in own_classes:  # before the memo: it may have changed
             return _own_class_targets(classes[fn["cls"]], edge)
         found = memo.get(memo_key(fn["cls"], edge))
@@ -418,16 +419,21 @@ def _looked_at(name: str, visited: set) -> bool:
     return name in visited or any(n.startswith(under) for n in visited)
 
 
-class _FileClasses:
-    """`Project`'s class resolution (MRO, module-ness, methods, call targets) over one file's
-    analysis, for classes nobody outside the file names: every linted class met on the way must
-    be one of the file's (a name under a linted module otherwise raises LookupError: only the
-    whole project resolves it), any other name is a class outside the linted files."""
+class _FileClasses(ClassResolver):
+    """`lint.regions.ClassResolver` over one file's analysis, for classes nobody outside the file
+    names: every linted class met on the way must be one of the file's (a name under a linted
+    module otherwise raises LookupError: only the whole project resolves it), any other name is
+    a class outside the linted files. Names are resolved as the file wrote them."""
 
     def __init__(self, entry: dict, modules: set):
-        self.classes = entry["classes"]
+        super().__init__()
+        self.classes = {q: ClassInfo(**c) for q, c in entry["classes"].items()}
         self.functions = entry["functions"]
         self.modules = modules
+        self._subclasses = {}
+        for q, c in self.classes.items():
+            for b in c.bases:
+                self._subclasses.setdefault(b, []).append(q)
 
     def _in_file(self, name: str) -> bool:
         if name in self.classes or name in self.functions:
@@ -439,82 +445,11 @@ class _FileClasses:
                 raise LookupError(name)
         return False
 
-    def mro(self, cls: str) -> list[str]:
-        out, queue = [], [cls]
-        while queue:
-            c = queue.pop(0)
-            if c in out or not self._in_file(c) or c not in self.classes:
-                continue
-            out.append(c)
-            queue.extend(self.classes[c]["bases"])
-        return out
+    def _is_class(self, name: str) -> bool:
+        return self._in_file(name) and name in self.classes
 
-    def is_module(self, cls: str, seen: frozenset = frozenset()) -> bool:
-        from dynalint.lint.regions import outside_base_is_module
-
-        if cls in seen:
-            return False  # a cycle, as `Project.is_module` ends it
-        return any(
-            self.is_module(b, seen | {cls}) if self._in_file(b) and b in self.classes else outside_base_is_module(b)
-            for b in self.classes[cls]["bases"]
-        )
-
-    def find_method(self, cls: str, name: str) -> Optional[str]:
-        for c in self.mro(cls):
-            if name in self.classes[c]["methods"]:
-                return f"{c}.{name}"
-        return None
-
-    def subclasses(self, cls: str) -> list[str]:
-        # Other files' classes never name such a class; the file's own name it as it is.
-        out, queue = [], [cls]
-        while queue:
-            c = queue.pop()
-            for q, info in self.classes.items():
-                if c in info["bases"] and q != cls and q not in out:
-                    out.append(q)
-                    queue.append(q)
-        return out
-
-    def _callable_targets(self, name: str) -> list[str]:
-        if not self._in_file(name):
-            return []
-        if name in self.functions:
-            return [name]
-        found = self.find_method(name, "forward") if name in self.classes else None
-        return [found] if found else []
-
-    def _attr_types(self, cls: str, attr: str) -> list[str]:
-        for c in self.mro(cls):
-            types = self.classes[c]["attr_types"].get(attr)
-            if types:
-                return types
-        return []
-
-    def targets(self, cls: str, edge: tuple) -> list[str]:
-        """`Project.resolve_edge` for a method of `cls`."""
-        kind = edge[0]
-        if kind == "self":
-            found = self.find_method(cls, edge[1])
-            out = [found] if found else []
-            out += [f"{sub}.{edge[1]}" for sub in self.subclasses(cls) if edge[1] in self.classes[sub]["methods"]]
-            if not out:
-                for t in self._attr_types(cls, edge[1]):
-                    out += self._callable_targets(t)
-            return out
-        if kind == "selfattr":
-            out = []
-            for t in self._attr_types(cls, edge[1]):
-                if self._in_file(t) and t in self.classes:
-                    found = self.find_method(t, edge[2])
-                    out += [found] if found else []
-            return out
-        if kind == "super":
-            for base in self.mro(cls)[1:]:
-                if edge[1] in self.classes[base]["methods"]:
-                    return [f"{base}.{edge[1]}"]
-            return []
-        raise LookupError(edge)
+    def _is_function(self, name: str) -> bool:
+        return self._in_file(name) and name in self.functions
 
 
 def _own_class_targets(info: dict, edge: tuple) -> list:
