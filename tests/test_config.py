@@ -255,3 +255,30 @@ def test_src_sets_module_names_for_cross_file_roots(tmp_path, monkeypatch):
     write(tmp_path / "pyproject.toml", '[tool.dynalint]\nsrc = ["src"]\nextra-roots = ["pkg.ops.hook"]\n')
     result = run(["src"], tmp_path, monkeypatch)
     assert codes(result.output) == ["DYN101"]
+
+
+def test_codes_are_checked_without_loading_the_rules():
+    """The configuration checks codes against `lint/catalog.py`, whose codes are the rules' own;
+    parsing a table with codes imports no rule module and not libcst (a warm `check` of a
+    project that selects codes needs neither)."""
+    import subprocess
+    import sys
+
+    from dynalint.lint.catalog import RULE_CODES, RULE_MODULES
+    from dynalint.lint.rules import all_rules
+
+    assert RULE_CODES == tuple(r.code for r in all_rules())
+    assert len(set(RULE_MODULES)) == len(RULE_MODULES)
+    probe = textwrap.dedent("""
+        import sys
+        from dynalint.config import ConfigError, parse_table
+        parse_table({"select": ["DYN1", "DYN301"], "ignore": ["dyn203"], "per-file-ignores": {"a.py": ["DYN101"]}}, None)
+        try:
+            parse_table({"select": ["DYN999"]}, None)
+        except ConfigError as exc:
+            print("error:", exc)
+        print(sorted(m for m in sys.modules if m == "libcst" or m.startswith("dynalint.lint.rules")))
+    """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "unknown rule code or prefix 'DYN999'" in out
+    assert out.strip().endswith("[]")

@@ -1,9 +1,10 @@
 """Dependencies go one way: core (`dynalint.findings`) <- lint (`lint/`) <- fixes (`fixes/`) <- the
 app (engine, check, autofix, verify, migrate, lsp, ...). Rules offer fixes through the registry in
-`lint/rule.py` (filled by `fixes/providers.py`), never by importing them; `dynalint.config` sits
-above lint, since it checks rule codes against the catalog. The run machinery (`dynalint/run/`)
-uses lint, fixes and the configuration, never the commands built on it (check, autofix, lsp,
-migrate, verify).
+`lint/rule.py` (filled by `fixes/providers.py`), never by importing them. `dynalint.config` checks
+rule codes against the catalog's list (`lint/catalog.py`) and reads versions with `lint/target.py`,
+both plain data with no imports of their own, and nothing else of lint: loading a configuration
+never loads the rules. The run machinery (`dynalint/run/`) uses lint, fixes and the
+configuration, never the commands built on it (check, autofix, lsp, migrate, verify).
 
 Every import counts: module level, inside functions, under `TYPE_CHECKING`."""
 
@@ -15,20 +16,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# layer -> its folder in the repository and the package it installs as
-PACKAGES = {"lint": ("lint", "dynalint.lint"), "fixes": ("fixes", "dynalint.fixes"), "run": ("dynalint/run", "dynalint.run")}
+# layer -> its folder (or file) in the repository and the package (or module) it installs as
+PACKAGES = {
+    "lint": ("lint", "dynalint.lint"),
+    "fixes": ("fixes", "dynalint.fixes"),
+    "config": ("dynalint/config.py", "dynalint.config"),
+    "run": ("dynalint/run", "dynalint.run"),
+}
 CORE = ("dynalint.findings",)
 ALLOWED = {
     "lint": CORE + ("dynalint.lint",),
     "fixes": CORE + ("dynalint.lint", "dynalint.fixes"),
+    "config": CORE + ("dynalint.lint.catalog", "dynalint.lint.target"),
     "run": CORE + ("dynalint.config", "dynalint.lint", "dynalint.fixes", "dynalint.run"),
 }
 
 
 def _module_name(path: Path) -> tuple[str, bool]:
     rel = path.relative_to(ROOT)
-    folder, package = next(v for v in PACKAGES.values() if rel.as_posix().startswith(v[0] + "/"))
-    parts = [package] + list(rel.relative_to(folder).with_suffix("").parts)
+    folder, package = next(v for v in PACKAGES.values() if rel.as_posix() == v[0] or rel.as_posix().startswith(v[0] + "/"))
+    parts = [package] + (list(rel.relative_to(folder).with_suffix("").parts) if rel.as_posix() != folder else [])
     is_package = parts[-1] == "__init__"
     if is_package:
         parts = parts[:-1]
@@ -57,7 +64,8 @@ def imports_of(path: Path) -> list[tuple[str, int]]:
 def _outside(layer: str) -> list[str]:
     allowed = ALLOWED[layer]
     bad = []
-    for path in sorted((ROOT / PACKAGES[layer][0]).rglob("*.py")):
+    where = ROOT / PACKAGES[layer][0]
+    for path in [where] if where.is_file() else sorted(where.rglob("*.py")):
         for module, line in imports_of(path):
             if not module.startswith("dynalint") or module == "dynalint.__version__":
                 continue
@@ -69,6 +77,11 @@ def _outside(layer: str) -> list[str]:
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
 def test_a_layer_imports_only_the_layers_below_it(layer):
     assert _outside(layer) == []
+
+
+def test_what_config_may_import_of_lint_imports_nothing_of_dynalint():
+    for module in ("catalog", "target"):
+        assert [m for m, _ in imports_of(ROOT / "lint" / f"{module}.py") if m.startswith("dynalint")] == []
 
 
 def test_the_check_sees_imports_in_functions_and_relative_ones(tmp_path):

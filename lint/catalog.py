@@ -1,0 +1,37 @@
+"""The list of the rule catalog: one module per rule in `lint/rules/`, in catalog order, each
+named after the code it defines (`dyn101_print` defines DYN101). Kept apart from the rules, so
+that what only checks codes (the configuration, `--select`) imports no rule module, nor libcst
+with them; `lint.rules.all_rules()` loads the rules themselves."""
+
+from __future__ import annotations
+
+# One module per rule, in catalog order.
+RULE_MODULES = (
+    "dyn001_syntax_error",
+    "dyn002_unreadable_file",
+    "dyn101_print",
+    "dyn102_debugger",
+    "dyn103_logging",
+    "dyn104_warnings",
+    "dyn105_untraceable_call",
+    "dyn106_numpy_scalar_math",
+    "dyn107_none_under_compile",
+    "dyn109_unsupported_context_manager",
+    "dyn110_item",
+    "dyn111_tolist",
+    "dyn112_str_of_tensor",
+    "dyn120_tensor_control_flow",
+    "dyn121_data_dependent_loop",
+    "dyn130_dynamic_shape_op",
+    "dyn131_tensor_as_int",
+    "dyn140_requires_grad_in_region",
+    "dyn141_autograd_function_duplicate_input",
+    "dyn142_buffer_reassigned",
+    "dyn201_shape_branch",
+    "dyn202_size_loop",
+    "dyn203_self_mutation",
+    "dyn301_host_sync",
+)
+
+# The codes, in catalog order: a rule's code is its module's prefix (a test checks it).
+RULE_CODES = tuple(name.partition("_")[0].upper() for name in RULE_MODULES)
