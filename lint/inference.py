@@ -280,11 +280,11 @@ class KindInference:
                 return T
             if q.startswith(("math.", "time.", "random.", "os.", "warnings.", "logging.")):
                 return N
-            slots = (self.fa.options.external_passthrough or {}).get(q)
-            if slots:
-                return self._passthrough_kind(node, slots, q in self.fa.options.external_returns)
-            if q in self.fa.options.external_returns:
-                return T
+            known = self._known_call_kind(
+                node, (self.fa.options.external_passthrough or {}).get(q), q in self.fa.options.external_returns
+            )
+            if known is not None:
+                return known
             if q.startswith("numpy."):
                 # Dynamo traces NumPy through torch: its results are tensors while compiling, so
                 # `if np.sqrt(2.0) > 1:` breaks the graph like any tensor condition (probed).
@@ -296,11 +296,9 @@ class KindInference:
                 methods = self.class_info.methods if self.class_info else []
                 if meth in methods:
                     key = f"{self.cls}.{meth}"
-                    slots = self._passthrough(key)
-                    if slots:
-                        return self._passthrough_kind(node, slots, self._returns_tensor(key))
-                    if self._returns_tensor(key):
-                        return T
+                    known = self._known_call_kind(node, self._passthrough(key), self._returns_tensor(key))
+                    if known is not None:
+                        return known
                     # `h = self.mix(h)` with `mix` left to subclasses: presumably a tensor in, a tensor out.
                     if key in self.fa.abstract_methods and any(self.kind(a.value) in TENSORISH for a in node.args):
                         return P
@@ -339,15 +337,22 @@ class KindInference:
                 return T
             if name in self.fa.local_functions:
                 key = f"{self.fa.summary.module}.{name}"
-                slots = self._passthrough(key)
-                if slots:
-                    return self._passthrough_kind(node, slots, self._returns_tensor(key))
-                return T if self._returns_tensor(key) else U
+                known = self._known_call_kind(node, self._passthrough(key), self._returns_tensor(key))
+                return U if known is None else known
             return U
         if type(func) is cst.Subscript:
             if self._submodule_list_ref(func.value) is not None:
                 return T
         return U
+
+    def _known_call_kind(self, node: cst.Call, slots: Optional[tuple], returns_tensor: bool) -> Optional[str]:
+        """A call of a function whose results are known (a method or function of the file, or
+        one of another file's, `lint/hints.py`): the kinds of the parameters it gives back
+        (`slots`, joined with a tensor when it returns one too), else a tensor when it returns
+        one; None when neither is known."""
+        if slots:
+            return self._passthrough_kind(node, slots, returns_tensor)
+        return T if returns_tensor else None
 
     def _passthrough_kind(self, node: cst.Call, slots: tuple, other_tensor: bool) -> str:
         """Kind of a call of a function returning some of its parameters as they came: the

@@ -465,12 +465,17 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 t2 = node.target.elements[1].value
                 if type(t2) is cst.Name:
                     self.local_types[t2.value] = ref
+        self._walk_loop(node)
+        return False
+
+    def _walk_loop(self, node: cst.For | cst.While) -> None:
+        """A loop's body runs any number of times: what it binds joins what held before it
+        (`merge_kinds`); then its `else` block."""
         before = dict(self.env)
         self._walk_block(node.body)
         self.env = merge_kinds(before, self.env)
         if node.orelse is not None:
             self._walk_block(node.orelse.body)
-        return False
 
     def _bind_zipped(self, target: cst.BaseExpression, it: cst.BaseExpression) -> None:
         """`for a, b in zip(x, y)` / `for i, row in enumerate(x)`: iterating a tensor yields
@@ -493,11 +498,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
 
     def visit_While(self, node: cst.While) -> bool:
         node.test.visit(self)
-        before = dict(self.env)
-        self._walk_block(node.body)
-        self.env = merge_kinds(before, self.env)
-        if node.orelse is not None:
-            self._walk_block(node.orelse.body)
+        self._walk_loop(node)
         return False
 
     def visit_With(self, node: cst.With) -> bool:
