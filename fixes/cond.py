@@ -37,13 +37,13 @@ import libcst as cst
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.kinds import TENSORISH
 from dynalint.lint.rule import RuleContext
-from dynalint.lint.variables import may_be_none, variable_names
+from dynalint.lint.variables import identifiers, may_be_none, variable_names
 
 from .base import SourceInfo, guarded, make_fix, source_info
 from .imports import torch_reference
 from .purity import IMPURE_METHODS
 from .shapes import same_shape_and_dtype, signature
-from .where import _fresh, _mentions_numpy, _names_in, definite_tensor_test
+from .where import _fresh, _mentions_numpy, definite_tensor_test
 
 TENSOR_KINDS = TENSORISH
 NOT_IN_BRANCHES = frozenset(
@@ -135,7 +135,7 @@ def _plan(info: SourceInfo, ctx: RuleContext, reported) -> Optional[Plan]:
         outputs: list = []
     else:
         assigned = [_assigned(arm) for arm in arms]
-        used_after = _names_outside(ctx.fn, owner)
+        used_after = identifiers(ctx.fn.body, skip=owner)
         outputs = sorted((assigned[0] | assigned[1]) & used_after)
         if not outputs:
             return None
@@ -345,19 +345,6 @@ def _read_then_assigned(arm: list) -> set:
     return out
 
 
-def _names_outside(fn: cst.FunctionDef, skip: cst.CSTNode) -> set:
-    out: set = set()
-    stack: list = [fn.body]
-    while stack:
-        node = stack.pop()
-        if node is skip:
-            continue
-        if isinstance(node, cst.Name):
-            out.add(node.value)
-        stack.extend(node.children)
-    return out
-
-
 def _bound_before(info: SourceInfo, ctx: RuleContext, name: str, node: cst.CSTNode) -> bool:
     """A parameter, or a name some statement before node (in source order) binds."""
     params = ctx.fn.params
@@ -370,7 +357,7 @@ def _bound_before(info: SourceInfo, ctx: RuleContext, name: str, node: cst.CSTNo
             continue
         if isinstance(cur, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For)):
             targets = [t.target for t in cur.targets] if isinstance(cur, cst.Assign) else [cur.target]
-            if any(name in _names_in(t) for t in targets) and _before(info, cur, node):
+            if any(name in identifiers(t) for t in targets) and _before(info, cur, node):
                 return True
         stack.extend(cur.children)
     return False
@@ -438,7 +425,7 @@ def _rewrite(info: SourceInfo, positions, ctx: RuleContext, plan: Plan):
     indent = info.indentation(start.line)
     inner = indent + info.indent_unit
     nl = info.newline
-    taken = _names_in(ctx.fn)
+    taken = identifiers(ctx.fn)
     stem = f"{plan.outputs[0]}_" if plan.outputs else ""
     names = [_fresh(f"{stem}if_true", taken), _fresh(f"{stem}if_false", taken)]
     params = ", ".join(plan.operands)

@@ -11,7 +11,7 @@ from dynalint.findings import UNSAFE
 from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, guarded, make_fix, source_info
-from .imports import debugger_import_names, name_uses, unused_debugger_imports
+from .imports import debugger_import_lines, debugger_import_names, name_uses, unused_debugger_imports
 from .statements import delete_statements, replace_small_statement_with_pass
 
 REGISTRY = "debugger"
@@ -88,16 +88,6 @@ def remove_unused_debugger_imports(original: str, text: str) -> str:
 
 def unused_debugger_imports_in(info: SourceInfo) -> list[cst.SimpleStatementLine]:
     """Debugger-only import lines whose names are not used anywhere in the module."""
-    out = []
-    stack: list[cst.CSTNode] = [info.module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.SimpleStatementLine):
-            names = debugger_import_names(node)
-            if names and all(name_uses(info.module, n) == 0 for n in names):
-                out.append(node)
-            continue
-        if isinstance(node, cst.BaseExpression):
-            continue
-        stack.extend(node.children)
-    return out
+    return [
+        stmt for stmt, names in debugger_import_lines(info) if all(name_uses(info.module, n) == 0 for n in names)
+    ]

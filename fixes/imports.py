@@ -4,7 +4,7 @@ right place, and removing a debugger import (`import pdb`) that a fix made unuse
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
@@ -249,27 +249,34 @@ def name_uses(root: cst.CSTNode, name: str, skip: Iterable[cst.CSTNode] = ()) ->
     return len(variable_reads(root, name, skip, skip_imports=True))
 
 
-def unused_debugger_imports(info: SourceInfo, removed: Iterable[cst.CSTNode]) -> list[cst.SimpleStatementLine]:
-    """Debugger-only import lines (anywhere in the file: `import pdb` often sits in the function)
-    whose names are no longer used once the `removed` statements are gone."""
-    removed = list(removed)
-    removed_ids = {id(n) for n in removed}
-    found = []
+def debugger_import_lines(
+    info: SourceInfo, skip: Iterable[cst.CSTNode] = ()
+) -> Iterator[tuple[cst.SimpleStatementLine, set[str]]]:
+    """The debugger-only import lines anywhere in the file (`import pdb` often sits in the
+    function), with the names each binds, leaving out the `skip` subtrees."""
+    skip_ids = {id(n) for n in skip}
     stack: list[cst.CSTNode] = [info.module]
     while stack:
         node = stack.pop()
-        if id(node) in removed_ids:
+        if id(node) in skip_ids:
             continue
         if isinstance(node, cst.SimpleStatementLine):
             names = debugger_import_names(node)
-            if (
-                names
-                and all(name_uses(info.module, n, skip=removed) == 0 for n in names)
-                and any(name_uses(info.module, n) > 0 for n in names)
-            ):
-                found.append(node)
+            if names:
+                yield node, names
             continue
         if isinstance(node, cst.BaseExpression):
             continue
         stack.extend(node.children)
-    return found
+
+
+def unused_debugger_imports(info: SourceInfo, removed: Iterable[cst.CSTNode]) -> list[cst.SimpleStatementLine]:
+    """Debugger-only import lines whose names are no longer used once the `removed` statements
+    are gone."""
+    removed = list(removed)
+    return [
+        stmt
+        for stmt, names in debugger_import_lines(info, skip=removed)
+        if all(name_uses(info.module, n, skip=removed) == 0 for n in names)
+        and any(name_uses(info.module, n) > 0 for n in names)
+    ]

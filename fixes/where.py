@@ -30,7 +30,7 @@ from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.nodes import operator_operands
 from dynalint.lint.kinds import Kind, TENSORISH
 from dynalint.lint.rule import RuleContext
-from dynalint.lint.variables import may_be_none, variable_names
+from dynalint.lint.variables import identifiers, may_be_none, variable_names
 
 from .base import SourceInfo, atom_text, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
@@ -95,7 +95,7 @@ def _plan(info: SourceInfo, ctx: RuleContext, reported: cst.BaseExpression) -> O
         shared = _shared_calls(ctx, a, b)
         if shared is None:
             return None
-        taken = _names_in(ctx.fn)
+        taken = identifiers(ctx.fn)
         condition_name = _fresh("condition", taken)
         hoisted = [(_fresh(_call_stem(x), taken), x, y) for x, y in shared]
     if not any(ctx.is_tensor(x) for x in nodes):
@@ -209,16 +209,6 @@ def _occurs_in(node: cst.CSTNode, root: cst.CSTNode) -> bool:
             return True
         stack.extend(cur.children)
     return False
-
-
-def _names_in(root: cst.CSTNode) -> set:
-    out, stack = set(), [root]
-    while stack:
-        cur = stack.pop()
-        if isinstance(cur, cst.Name):
-            out.add(cur.value)
-        stack.extend(cur.children)
-    return out
 
 
 def _call_stem(call: cst.Call) -> str:

@@ -3,6 +3,8 @@ DYN106 ask them): which names an expression reads, and whether a variable may ho
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from .fastcst import iter_nodes
@@ -35,6 +37,21 @@ def variable_nodes(root: cst.CSTNode, skip=(), skip_imports: bool = False) -> li
             stack.append(node.value)
         elif not (skip_imports and isinstance(node, (cst.Import, cst.ImportFrom))):
             stack.extend(node.children)
+    return out
+
+
+def identifiers(root: cst.CSTNode, skip: Optional[cst.CSTNode] = None) -> set[str]:
+    """Every identifier under root, attribute and keyword names included, leaving out the `skip`
+    subtree: what a new name must not collide with, or may be read by (a superset of the
+    variables)."""
+    out, stack = set(), [root]
+    while stack:
+        node = stack.pop()
+        if node is skip:
+            continue
+        if isinstance(node, cst.Name):
+            out.add(node.value)
+        stack.extend(node.children)
     return out
 
 
