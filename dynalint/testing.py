@@ -18,14 +18,11 @@ from typing import Any, Optional
 
 
 def _normalize(inputs: Any) -> tuple[tuple, dict]:
-    import torch
+    from dynalint.verify.loading import split_inputs
 
-    if isinstance(inputs, dict):
-        return (), dict(inputs)
-    if isinstance(inputs, (tuple, list)):
-        return tuple(inputs), {}
-    if isinstance(inputs, torch.Tensor):
-        return (inputs,), {}
+    split = split_inputs(inputs)
+    if split is not None:
+        return split
     raise TypeError(f"inputs must be a tuple of arguments, a dict of keyword arguments or a tensor, "
                     f"not {type(inputs).__name__}")
 

@@ -11,20 +11,9 @@ import pytest
 
 from dynalint.autofix import fix_source
 from dynalint.config import Config
-MODEL = textwrap.dedent(
-    """\
-    import torch
-    from torch import nn
 
+from .samples import MODEL
 
-    class Net(nn.Module):
-        def forward(self, x):
-            print(x)
-            if x.sum() > 0:
-                x = x * 2
-            return x
-    """
-)
 # Run the CLI in-process of a fresh interpreter, as the console script does.
 CLI = [sys.executable, "-c", "import sys; from dynalint.cli import main; sys.exit(main())"]
 

@@ -19,20 +19,7 @@ from dynalint.config import (
     resolve_config,
 )
 
-MODEL = textwrap.dedent(
-    """\
-    import torch
-    from torch import nn
-
-
-    class Net(nn.Module):
-        def forward(self, x):
-            print(x)
-            if x.sum() > 0:
-                x = x * 2
-            return x
-    """
-)
+from .samples import MODEL
 
 
 def write(path: Path, text: str) -> Path:

@@ -590,7 +590,7 @@ def test_item_used_as_index_or_logged_gets_no_fix():
 
 
 def test_bad_if_becomes_torch_where():
-    src = (Path(__file__).parent / "fixtures" / "fixes" / "bad_if.py").read_text()
+    src = (Path(__file__).parent / "fixtures" / "verify" / "bad_if.py").read_text()
     result = fix_source(src, "bad_if.py", ALL, unsafe=True)
     assert "        y = torch.where(y.sum() > 0, y * 2, y - 1)\n        return torch.relu(y)\n" in result.text
     assert not result.remaining

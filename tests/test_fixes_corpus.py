@@ -23,6 +23,8 @@ def test_fix_corpus_on_the_example_package_and_fixtures(tmp_path):
     corpus = tmp_path / "corpus"
     shutil.copytree(ROOT / "examples" / "toynet", corpus / "toynet", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "tests" / "fixtures" / "fixes", corpus / "fixes")
+    for name in ("bad_if.py", "log_inside_forward.py"):  # verify's fixtures, fixed here too
+        shutil.copy(ROOT / "tests" / "fixtures" / "verify" / name, corpus / "fixes" / name)
     (corpus / "broken.py").write_text("def f(:\n")  # never parsed: must be left alone
     before = {p: p.read_bytes() for p in corpus.rglob("*.py")}
     work = tmp_path / "work"

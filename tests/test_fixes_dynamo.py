@@ -18,7 +18,7 @@ from dynalint.lint.rules import all_rules
 from .probes import load_example, run_probe, target_of
 
 ALL = Config(select=("ALL",))
-FIXTURES = Path(__file__).parent / "fixtures" / "fixes"
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _import_text(text: str, tmp_path: Path):
@@ -43,12 +43,12 @@ def _build(mod, cls: str, seed: int = 0):
 @pytest.mark.parametrize(
     "fixture,cls",
     [
-        ("bad_if.py", "BadIf"),
-        ("log_inside_forward.py", "LogInsideForward"),
-        ("print_in_forward.py", "PrintInForward"),
-        ("scalars_and_masks.py", "ScalarsAndMasks"),
-        ("shared_call_if.py", "SharedCallIf"),
-        ("cond_branches.py", "CondBranches"),
+        ("verify/bad_if.py", "BadIf"),  # verify's fixtures serve here too
+        ("verify/log_inside_forward.py", "LogInsideForward"),
+        ("fixes/print_in_forward.py", "PrintInForward"),
+        ("fixes/scalars_and_masks.py", "ScalarsAndMasks"),
+        ("fixes/shared_call_if.py", "SharedCallIf"),
+        ("fixes/cond_branches.py", "CondBranches"),
     ],
 )
 def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_path, monkeypatch):
@@ -59,7 +59,7 @@ def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_
 
     monkeypatch.setattr(pdb, "set_trace", lambda *a, **k: None)  # the original still calls it
     source = (FIXTURES / fixture).read_text()
-    result = fix_source(source, fixture, ALL, unsafe=True)
+    result = fix_source(source, Path(fixture).name, ALL, unsafe=True)
     assert result.fixed and not result.remaining and not result.errors, result.remaining
 
     original = _build(_import_text(source, tmp_path), cls)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -25,26 +24,13 @@ from dynalint.output import (
     format_text,
 )
 
+from .samples import MODEL
+
 SOURCE = "import torch\n\ndef f(x):\n\tprint(x)\n    return x\n"
 GUARD = Fix("safe", "Guard it", (Edit("    if not torch.compiler.is_compiling():\n", 4, 1, 4, 1),))
 PRINT = Finding("DYN101", "`print()` breaks the graph", "pkg/m.py", 4, 2, 4, 10, fix=GUARD)
 BRANCH = Finding("DYN201", "branch on a size", "pkg/m.py", 5, 5, 6, 3)
 UNSAFE = Finding("DYN110", "`.item()` syncs", "other.py", 1, 1, 1, 9, fix=Fix("unsafe", "Keep a tensor", (Edit("x", 1, 1, 1, 9),)))
-
-MODEL = textwrap.dedent(
-    """\
-    import torch
-    from torch import nn
-
-
-    class Net(nn.Module):
-        def forward(self, x):
-            print(x)
-            if x.sum() > 0:
-                x = x * 2
-            return x
-    """
-)
 
 
 def test_text_shows_the_line_and_a_caret_under_the_span():

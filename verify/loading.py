@@ -253,8 +253,9 @@ def parse_target_args(items) -> dict:
     return out
 
 
-def normalize_inputs(value: Any) -> tuple[tuple, dict]:
-    """A tuple/list of positional arguments, a dict of keyword arguments, or one tensor."""
+def split_inputs(value: Any) -> Optional[tuple[tuple, dict]]:
+    """(args, kwargs) from a tuple/list of positional arguments, a dict of keyword arguments, or
+    one tensor; None for anything else."""
     import torch
 
     if isinstance(value, dict):
@@ -263,7 +264,15 @@ def normalize_inputs(value: Any) -> tuple[tuple, dict]:
         return tuple(value), {}
     if isinstance(value, torch.Tensor):
         return (value,), {}
-    raise StageError("inputs", f"inputs must be a tuple, a dict or a tensor, got {type(value).__name__}")
+    return None
+
+
+def normalize_inputs(value: Any) -> tuple[tuple, dict]:
+    """`split_inputs`, or a StageError the user can act on."""
+    split = split_inputs(value)
+    if split is None:
+        raise StageError("inputs", f"inputs must be a tuple, a dict or a tensor, got {type(value).__name__}")
+    return split
 
 
 def make_inputs(spec: dict, example: Any, overrides: dict[str, str]) -> tuple[tuple, dict]:
