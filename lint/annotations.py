@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from .kinds import N, P, T
-from .nodes import dotted
+from .nodes import dotted, is_none
 
 
 TENSOR_TYPE_NAMES = frozenset(
@@ -30,7 +30,7 @@ def _union_members(node: cst.BaseExpression) -> list[cst.BaseExpression]:
                 if type(el.slice) is cst.Index:
                     out += _union_members(el.slice.value)
             return out
-    if type(node) is cst.Name and node.value == "None":
+    if is_none(node):
         return []
     if type(node) is cst.SimpleString:
         try:

@@ -42,6 +42,7 @@ the parameter where it is used (`if attention_mask is not None:`).
 import libcst as cst
 
 from .. import fastcst
+from ..nodes import is_none
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 ITERATING_BUILTINS = frozenset({"len", "iter", "list", "tuple", "sorted", "sum", "max", "min", "enumerate", "zip"})
@@ -51,7 +52,7 @@ ASSIGNING = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst
 def _none_default_params(fn: cst.FunctionDef) -> set[str]:
     out = set()
     for p in (*fn.params.params, *fn.params.kwonly_params):
-        if type(p.default) is cst.Name and p.default.value == "None":
+        if is_none(p.default):
             out.add(p.name.value)
     return out
 
