@@ -437,14 +437,12 @@ def _statement_windows(module: cst.Module, source: str, lines: "_SourceLines") -
     the statement before it to the start of the one after it, with line numbers from Python's
     own parser (a tenth of libcst's parse). None when the two parsers' statements do not
     line up (then the whole file is searched, as for small files)."""
-    import ast
+    from .parsing import statement_spans
 
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    body = statement_spans(source)
+    if body is None:
         return None
     spans: list[tuple[int, int]] = []  # (first line, last line) of each libcst statement
-    body = tree.body
     k = 0
     for stmt in module.body:
         n = len(stmt.body) if type(stmt) is cst.SimpleStatementLine else 1
@@ -452,10 +450,7 @@ def _statement_windows(module: cst.Module, source: str, lines: "_SourceLines") -
         k += n
         if len(group) != n:
             return None
-        first = group[0]
-        decorators = getattr(first, "decorator_list", None)
-        start = min([first.lineno] + [d.lineno for d in decorators or ()])
-        spans.append((start, max(g.end_lineno or g.lineno for g in group)))
+        spans.append((group[0][0], max(last for _first, last in group)))
     if k != len(body):
         return None
     windows = []

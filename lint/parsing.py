@@ -5,6 +5,7 @@ be parsed (DYN001) or analysed (DYN002)."""
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from typing import Optional
 
 import libcst as cst
@@ -45,7 +46,8 @@ def parse_unvalidated(source: str) -> cst.Module:
     saved = base.__dict__.get("__post_init__")
     base.__post_init__ = _no_validation
     try:
-        return cst.parse_module(source)
+        module = parse_in_pieces(source) if len(source) >= PIECES_FROM else None
+        return module if module is not None else cst.parse_module(source)
     finally:
         if had_own:
             base.__post_init__ = saved
@@ -55,6 +57,137 @@ def parse_unvalidated(source: str) -> cst.Module:
 
 def _no_validation(self) -> None:
     pass
+
+
+# Files from this size on are parsed in pieces of about PIECE_LINES lines, cut between top-level
+# statements, and the pieces joined into one tree: libcst's parse of a whole file grows faster
+# than the file (200,000 lines: 73 CPU s whole, 30 s in 2,000-line pieces).
+PIECES_FROM = 200_000  # characters
+PIECE_LINES = 2_000
+
+
+def parse_in_pieces(source: str, piece_lines: int = PIECE_LINES) -> Optional[cst.Module]:
+    """The tree `cst.parse_module(source)` gives (`deep_equals`, same code), built from the
+    parses of pieces of the text cut between top-level statements; None when in any doubt (then
+    the caller parses the whole text): Python's parser refuses the file, a piece fails to parse,
+    the text holds a form feed or a `\r` outside `\r\n`, the pieces detect different indents or
+    newlines, or there is nothing to cut.
+
+    Where a cut goes: before the first line of a statement (its first decorator), never between
+    two statements on one line, and only where every line since the end of the statement before
+    is blank or a comment. Those lines stay at the end of the piece before, so libcst's parse of
+    that piece gives the indented ones to the blocks they close (`IndentedBlock.footer`, as the
+    whole parse does) and the rest to the piece's `Module.footer`: in the joined tree, those are
+    the leading lines of the statement after the cut (which the piece after it parses with none,
+    and no header)."""
+    if "\f" in source or ("\r" in source and source.count("\r") != source.count("\r\n")):
+        return None
+    spans = statement_spans(source)
+    if spans is None or len(spans) < 2:
+        return None
+    lines = source.split("\n")
+    cuts = [0]  # 0-based line where each piece starts
+    tails = []  # 0-based first line of the statement that ends each piece but the last
+    prev_first, prev_end = spans[0]
+    for first, last in spans[1:]:
+        if first <= prev_end:  # `a; b`: one statement for libcst
+            prev_end = max(prev_end, last)
+            continue
+        if first - 1 - cuts[-1] >= piece_lines and _can_cut(lines, prev_end, first - 1):
+            cuts.append(first - 1)
+            tails.append(prev_first - 1)
+        prev_first, prev_end = first, last
+    if len(cuts) < 2:
+        return None
+    line_offsets = [0, *accumulate(len(line) + 1 for line in lines)]
+    del lines
+    bounds = [line_offsets[row] for row in cuts] + [len(source)]
+    pieces = []
+    for index, (start, end) in enumerate(zip(bounds, bounds[1:])):
+        text = source[start:end]
+        try:
+            piece = cst.parse_module(text)
+        except cst.ParserSyntaxError:
+            return None
+        # libcst's parse of a text can lose a blank line at its very end (after a dedent, before
+        # a line indented less than the block): the end of each piece must regenerate exactly.
+        if index < len(tails) and not _tail_round_trips(piece, text[line_offsets[tails[index]] - start :]):
+            return None
+        pieces.append(piece)
+    head = pieces[0]
+    for piece in pieces[1:]:
+        if (
+            piece.header
+            or piece.body[0].leading_lines
+            or piece.default_indent != head.default_indent
+            or piece.default_newline != head.default_newline
+            or piece.encoding != head.encoding
+        ):
+            return None
+    body = list(head.body)
+    for before, piece in zip(pieces, pieces[1:]):
+        body.append(piece.body[0].with_changes(leading_lines=before.footer))
+        body.extend(piece.body[1:])
+    tail = pieces[-1]
+    return cst.Module(
+        body=tuple(body),
+        header=head.header,
+        footer=tail.footer,
+        encoding=head.encoding,
+        default_indent=head.default_indent,
+        default_newline=head.default_newline,
+        has_trailing_newline=tail.has_trailing_newline,
+    )
+
+
+def _tail_round_trips(piece: cst.Module, tail: str) -> bool:
+    """Whether the piece's last statement (without its leading lines) and its footer regenerate
+    `tail`, the piece's text from that statement's first line."""
+    if not piece.body:
+        return False
+    last = piece.body[-1].with_changes(leading_lines=())
+    code = piece.code_for_node(last) + "".join(piece.code_for_node(line) for line in piece.footer)
+    return code == tail
+
+
+def _can_cut(lines: list[str], gap_start: int, first: int) -> bool:
+    """Whether a piece may start at 0-based line `first`: it starts a statement at column 0, and
+    the lines from 0-based `gap_start` up to it are blank or comments."""
+    head = lines[first][:1]
+    if not head or head in " \t#\r" or lines[gap_start - 1].rstrip("\r").endswith("\\"):
+        return False
+    for i in range(gap_start, first):
+        text = lines[i].lstrip(" \t")
+        if text and text[0] != "#" and text != "\r":
+            return False
+    return True
+
+
+# The top-level statement spans of the last text asked about: the parse in pieces needs them and
+# so do the positions of a big file (`fastcst._statement_windows`).
+_last_spans: list = [None, None]
+
+
+def statement_spans(source: str) -> Optional[list[tuple[int, int]]]:
+    """(first line, last line) of each top-level statement of source, from Python's own parser
+    (the first line is that of its first decorator); None when Python refuses the text."""
+    if _last_spans[0] is source:
+        return _last_spans[1]
+    import ast
+
+    try:
+        tree = compile(source, "<dynalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        spans = None
+    else:
+        spans = []
+        for stmt in tree.body:
+            decorators = getattr(stmt, "decorator_list", None)
+            first = min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
+            spans.append((first, stmt.end_lineno or stmt.lineno))
+        del tree
+    _last_spans[:] = [source, spans]
+    return spans
 
 
 def parse_cached(source: str) -> cst.Module:
