@@ -10,6 +10,10 @@ Per-file cost should grow linearly: the CPU seconds per 10k lines should stay ab
     python bench/big_file.py --bool-chain 20000    # one forward testing `x0 and x1 and ...` (20,000 terms)
     python bench/big_file.py --assert-chain 2000   # one forward asserting `x0.sum() > 0 and ...` (2,000 terms)
     python bench/big_file.py --lines 20000 --phases  # where one file's time goes (in this process)
+    python bench/big_file.py --lines 200000 --whole-parse  # libcst parsing the file whole, to compare
+
+Files of 200,000 characters or more are parsed in pieces joined into one tree
+(`lint/parsing.parse_in_pieces`); `--whole-parse` (with or without `--phases`) parses them whole.
 
 `--bool-chain N` writes one deep expression instead: a forward whose `if` tests an N-term
 `and` chain of comparisons on its tensor argument (libcst nests it N levels deep), so a step that
@@ -99,15 +103,19 @@ def assert_chain_file(terms: int) -> str:
     return _chain_forward(f"        assert {chain}, \"bad input\"\n        return x0\n")
 
 
-def phases(text: str) -> dict[str, float]:
+def phases(text: str, whole_parse: bool = False) -> dict[str, float]:
     """CPU seconds of each phase of one file's analysis, in this process, with the cycle collector
     off as `dynalint check` runs it: libcst's parse, then the analyzer's steps (its methods timed
     where they are called; "kind inference" is the rest of the analysis: the two passes over every
     function that only infer kinds)."""
     import gc
 
-    from dynalint.lint import analyzer, fastcst
+    from dynalint.lint import analyzer, fastcst, parsing
     from dynalint.lint.deep import call_deep
+
+    pieces_from = parsing.PIECES_FROM
+    if whole_parse:
+        parsing.PIECES_FROM = float("inf")
 
     times: dict[str, float] = {}
     active: set = set()
@@ -162,14 +170,18 @@ def phases(text: str) -> dict[str, float]:
         for attr, fn in saved.items():
             setattr(fa_cls, attr, fn)
         fastcst.positions = saved_positions
+        parsing.PIECES_FROM = pieces_from
     times["kind inference"] = times["analysis"] - sum(times.get(name, 0.0) for name in steps)
     order = ["libcst parse", "module scans", "class tables", "kind inference", "rules' walk", "positions and fixes", "  of which positions", "summary"]
     return {name: times.get(name, 0.0) for name in order}
 
 
-def measure(path: Path, jobs: int) -> tuple[float, float, int, int]:
-    """(wall s, CPU s, peak RSS MiB, findings) of one cold `dynalint check` of path."""
+def measure(path: Path, jobs: int, whole_parse: bool = False) -> tuple[float, float, int, int]:
+    """(wall s, CPU s, peak RSS MiB, findings) of one cold `dynalint check` of path; with
+    whole_parse, libcst parses the file whole, as it did before big files were parsed in pieces."""
     cli = "import sys; from dynalint.cli import main; sys.exit(main())"
+    if whole_parse:
+        cli = "from dynalint.lint import parsing; parsing.PIECES_FROM = float('inf'); " + cli
     cmd = [sys.executable, "-c", cli, "check", "--no-cache", "-j", str(jobs), "--output-format", "json", str(path)]
     env = {**os.environ, "DYNALINT_NO_CACHE": "1"}
     start = time.perf_counter()
@@ -193,6 +205,7 @@ def main() -> None:
     parser.add_argument("--bool-chain", type=int, action="append", help="terms of one `and` chain (repeatable)")
     parser.add_argument("--assert-chain", type=int, action="append", help="terms of one asserted `and` chain (repeatable)")
     parser.add_argument("--phases", action="store_true", help="split one analysis into its phases, in this process")
+    parser.add_argument("--whole-parse", action="store_true", help="parse the file whole (as before parsing big files in pieces), to compare")
     parser.add_argument("-j", "--jobs", type=int, default=1)
     args = parser.parse_args()
     cases = [("lines", n, model_file(n)) for n in args.lines or ()]
@@ -203,7 +216,7 @@ def main() -> None:
     if args.phases:
         for unit, n, text in cases:
             print(f"{n} {unit}: CPU s per phase (in process, cycle collector off)")
-            split = phases(text)
+            split = phases(text, args.whole_parse)
             for name, seconds in split.items():
                 print(f"  {name:<22} {seconds:7.2f}")
             print(f"  {'total':<22} {sum(v for k, v in split.items() if not k.startswith(' ')):7.2f}")
@@ -213,7 +226,7 @@ def main() -> None:
         for unit, n, text in cases:
             path = Path(tmp) / f"{unit}_{n}.py"
             path.write_text(text)
-            wall, cpu, rss, findings = measure(path, args.jobs)
+            wall, cpu, rss, findings = measure(path, args.jobs, args.whole_parse)
             print(
                 f"{n:>8} {unit:<8} {len(text) / 1e6:>6.2f} {wall:>8.1f} {cpu:>8.1f} {cpu / n * 1e4:>10.2f} {rss:>9} {findings:>9}",
                 flush=True,
