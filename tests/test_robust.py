@@ -268,6 +268,9 @@ def test_an_and_chain_too_deep_for_libcst_is_found_before_parsing():
     shallow = "".join(f"ok{i} = a and b  # x and y\n" for i in range(limit))
     assert deep.rejects(shallow) is None
     assert deep.python_rejects(_deep_and_chain(limit + 1)) is None  # Python itself accepts it
+    # without spaces around the operators, in brackets
+    code, _ = deep.rejects(_deep_and_chain(limit + 1, joint=")and(").replace("y = ", "y = (").replace("\n    return", ")\n    return"))
+    assert code == "DYN002"
     assert deep.rejects("y = " + " + ".join(["x"] * 100_000) + "\n")[0] == "DYN001"
 
 
