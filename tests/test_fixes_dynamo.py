@@ -18,7 +18,8 @@ from dynalint.lint.rules import all_rules
 from .probes import load_example, run_probe, target_of
 
 ALL = Config(select=("ALL",))
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent / "fixtures" / "fixes"
+VERIFY_FIXTURES = FIXTURES.parent / "verify"  # models the verify tests use as well
 
 
 def _import_text(text: str, tmp_path: Path):
@@ -43,13 +44,14 @@ def _build(mod, cls: str, seed: int = 0):
 @pytest.mark.parametrize(
     "fixture,cls",
     [
-        ("verify/bad_if.py", "BadIf"),  # verify's fixtures serve here too
-        ("verify/log_inside_forward.py", "LogInsideForward"),
-        ("fixes/print_in_forward.py", "PrintInForward"),
-        ("fixes/scalars_and_masks.py", "ScalarsAndMasks"),
-        ("fixes/shared_call_if.py", "SharedCallIf"),
-        ("fixes/cond_branches.py", "CondBranches"),
+        (VERIFY_FIXTURES / "bad_if.py", "BadIf"),
+        (VERIFY_FIXTURES / "log_inside_forward.py", "LogInsideForward"),
+        (FIXTURES / "print_in_forward.py", "PrintInForward"),
+        (FIXTURES / "scalars_and_masks.py", "ScalarsAndMasks"),
+        (FIXTURES / "shared_call_if.py", "SharedCallIf"),
+        (FIXTURES / "cond_branches.py", "CondBranches"),
     ],
+    ids=lambda v: v.name if isinstance(v, Path) else v,
 )
 def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_path, monkeypatch):
     import pdb
@@ -58,8 +60,8 @@ def test_fixed_module_compiles_to_one_graph_with_same_outputs(fixture, cls, tmp_
     import torch._dynamo
 
     monkeypatch.setattr(pdb, "set_trace", lambda *a, **k: None)  # the original still calls it
-    source = (FIXTURES / fixture).read_text()
-    result = fix_source(source, Path(fixture).name, ALL, unsafe=True)
+    source = fixture.read_text()
+    result = fix_source(source, fixture.name, ALL, unsafe=True)
     assert result.fixed and not result.remaining and not result.errors, result.remaining
 
     original = _build(_import_text(source, tmp_path), cls)
