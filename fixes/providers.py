@@ -15,6 +15,7 @@ from .buffers import buffer_local_fix
 from .checks import assert_split_fix, raise_check_fix
 from .cond import cond_fix
 from .debugger import debugger_fix, remove_unused_debugger_imports
+from .experts import expert_loop_fix
 from .guard import guard_fix
 from .masking import mask_fix
 from .numpy_math import numpy_math_fix
@@ -32,6 +33,7 @@ PROVIDERS = {
     "cond": cond_fix,  # DYN120
     "assert_split": assert_split_fix,  # DYN120
     "mask": mask_fix,  # DYN130
+    "experts": expert_loop_fix,  # DYN130
     "requires_grad": requires_grad_fix,  # DYN140
     "duplicate_input": duplicate_input_fix,  # DYN141
     "buffer_local": buffer_local_fix,  # DYN142

@@ -1691,3 +1691,64 @@ def test_buffer_conversion_fix_renames_every_later_read_and_keeps_earlier_ones()
     assert "x = x * pe\n" in result.text and "return x + pe[:n]" in result.text
     assert [f.code for f in result.fixed] == ["DYN142"] and result.fixed[0].fix.applicability == "unsafe"
     assert not fixed(BUFFER_MODULE.format(body=body, other=other), unsafe=False).fixed
+
+
+EXPERT_LOOP = """
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x, weights, chosen):
+        mask = nn.functional.one_hot(chosen, 3).permute(2, 1, 0)
+        out = torch.zeros_like(x)
+        hit = (mask.sum(dim=(-1, -2)) > 0).nonzero()
+        for e in hit:
+            slot, tok = torch.where(mask[e].squeeze(0))
+            {body}
+        return out
+"""
+
+
+def _expert_loop(body: str) -> str:
+    return EXPERT_LOOP.replace("{body}", body.strip().replace("\n", "\n            "))
+
+
+def test_expert_loop_becomes_dense_dispatch():
+    assert_fixes(
+        _expert_loop("""
+y = self.experts[e[0]](x[tok]) * weights[tok, slot, None]  # weighted rows
+out.index_add_(0, tok, y)
+"""),
+        _expert_loop("""
+y = self.experts[e[0]](x) * torch.einsum("tk...,kt->t...", weights, routing_mask.to(weights.dtype))[:, None]  # weighted rows
+out.add_(y)
+""").replace("slot, tok = torch.where(mask[e].squeeze(0))", "routing_mask = mask[e].squeeze(0) != 0")
+        .replace("hit = (mask.sum(dim=(-1, -2)) > 0).nonzero()", "hit = (mask.sum(dim=(-1, -2)) > 0)")
+        .replace("for e in hit:", "for e in [[e] for e in range(hit.shape[0])]:"),
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # Weighted after the scatter: the unrouted tokens would add the expert's full output.
+        "y = self.experts[e[0]](x[tok])\nout.index_add_(0, tok, y * 1.0)",
+        "y = self.experts[e[0]](x[tok])\nout.index_add_(0, tok, y)\nout = out * weights.sum()",
+        # The weight goes into the expert (a nonlinear function of it).
+        "y = self.experts[e[0]](x[tok] * weights[tok, slot, None])\nout.index_add_(0, tok, y)",
+        # The count of routed tokens is used.
+        "y = self.experts[e[0]](x[tok]) * weights[tok, slot, None] / len(tok)\nout.index_add_(0, tok, y)",
+        # The loop variable is used as a number.
+        "y = self.experts[e.item()](x[tok]) * weights[tok, slot, None]\nout.index_add_(0, tok, y)",
+        # Scattered along another dimension.
+        "y = self.experts[e[0]](x[tok]) * weights[tok, slot, None]\nout.index_add_(1, tok, y)",
+    ],
+)
+def test_expert_loop_that_is_not_row_dispatch_gets_no_dense_fix(body):
+    source = _expert_loop(body)
+    result = fix_source(source, "m.py", ALL, unsafe=True)
+    assert "einsum" not in result.text and "range(hit" not in result.text, result.text

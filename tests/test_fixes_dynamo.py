@@ -306,3 +306,48 @@ def test_print_made_reorderable_is_called_after_the_graph_instead_of_breaking(ca
             explained = torch._dynamo.explain(f)(torch.ones(3))
         assert explained.graph_count == graphs, explained.break_reasons
         assert "total tensor(6.)" in capsys.readouterr().out
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("cls", ["SwitchExperts", "MixtralExperts", "OldMixtralBlock"])
+def test_dense_expert_dispatch_compiles_to_one_graph_with_the_same_outputs_and_gradients(cls, tmp_path):
+    import torch
+    import torch._dynamo
+    import torch.nn.functional as F
+
+    source = (FIXTURES / "expert_loops.py").read_text()
+    result = fix_source(source, "expert_loops.py", ALL, unsafe=True)
+    assert result.fixed and not result.remaining and not result.errors, result.remaining
+    original = _build(_import_text(source, tmp_path), cls)
+    fixed = _build(_import_text(result.text, tmp_path), cls)
+
+    def inputs(seed):
+        torch.manual_seed(seed)
+        if cls == "OldMixtralBlock":
+            return (torch.randn(2, 5, 8, requires_grad=True),)
+        h = torch.randn(10, 8, requires_grad=True)
+        top = torch.randn(10, 4).topk(1 if cls == "SwitchExperts" else 2, dim=-1)
+        weights = top.values.softmax(-1)
+        if cls == "SwitchExperts":  # (tokens, 1, experts) one-hot choices, (tokens, 1) weights
+            return h, F.one_hot(top.indices, 4), weights
+        return h, top.indices, weights
+
+    def first(out):
+        return out[0] if isinstance(out, tuple) else out
+
+    for seed in range(4):  # tokens of some experts, none of others
+        args = inputs(seed)
+        want = first(original(*args))
+        (want_grad,) = torch.autograd.grad(want.sum(), args[0])
+        got = first(fixed(*args))
+        (got_grad,) = torch.autograd.grad(got.sum(), args[0])
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got_grad, want_grad)
+
+    args = inputs(0)
+    torch._dynamo.reset()
+    with pytest.raises((torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError)):  # the original breaks
+        torch.compile(original, backend="eager", fullgraph=True)(*args)
+    torch._dynamo.reset()
+    compiled = torch.compile(fixed, backend="eager", fullgraph=True)
+    torch.testing.assert_close(first(compiled(*args)), first(original(*args)))

@@ -25,6 +25,14 @@ The unsafe autofix rewrites a full `.sum()` or `.mean()` of `x[x > 0]` (a mask c
 selected values with a number): `torch.where(x > 0, x, 0).sum()`, and for the mean divided by
 `(x > 0).sum()` (an empty selection is nan either way). `x[mask] = v` is not reported: Dynamo
 traces assignment through a mask (probed on torch 2.13).
+
+A mixture-of-experts loop that gathers each expert's tokens with `torch.where(mask)` and
+scatters them back with `index_add_` (the Mixtral / Switch Transformers loop, over `range(n)` or
+over `hit.nonzero()`) gets an unsafe fix too: dense dispatch, each expert run on all tokens and
+its output weighted by the token's routing weights for it (zero for the others). One graph, but
+every expert does the work for every token, so it pays where the graph breaks cost more than the
+extra expert compute (small expert counts, short sequences); verify times it. It is the same sum
+only for experts that treat tokens one by one (MLPs) and give finite outputs for every token.
 """
 
 import libcst as cst
@@ -51,6 +59,11 @@ ADVICE = (
     "; keep shapes static: mask instead (`torch.where(mask, x, 0)`), `torch.nonzero_static(m, size=k)` "
     "with a known bound, or for expert routing run each expert on all tokens weighted by its mask"
 )
+
+
+def _fix(ctx, node, code):
+    """Dense dispatch for an expert loop, else masking arithmetic for a selection that is summed."""
+    return offer_fix("experts", ctx, node, code) or offer_fix("mask", ctx, node, code)
 
 
 def _file_functions(ctx) -> frozenset:
@@ -80,17 +93,17 @@ class DynamicShapeOp(Rule):
             # A wrapper defined in this very file (torchvision's own `nms()` in ops/boxes.py) is
             # linted too: the operator inside it is reported there, not each call of the wrapper.
             if q in DYNAMIC_FUNCS and not (type(node.func) is cst.Name and node.func.value in _file_functions(ctx)):
-                ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=offer_fix("mask", ctx, node, self.code))
+                ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=_fix(ctx, node, self.code))
             elif q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value):
                 ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output shape and breaks the graph")
             elif q == "torch.where" and len(node.args) == 1:
-                ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form", fix=offer_fix("mask", ctx, node, self.code))
+                ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form", fix=_fix(ctx, node, self.code))
             elif (
                 type(node.func) is cst.Attribute
                 and node.func.attr.value in DYNAMIC_METHODS
                 and ctx.is_tensor(node.func.value)
             ):
-                ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=offer_fix("mask", ctx, node, self.code))
+                ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=_fix(ctx, node, self.code))
             return
         # x[mask] with a boolean tensor mask, read (not assigned); `x[mask] += v` reads it first.
         storing = ctx.in_assignment_target()
@@ -218,6 +231,48 @@ class DynamicShapeOp(Rule):
                 return counts.sum() + y
             """,
             dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+                def forward(self, x):
+                    weights, chosen = x[:, :3].softmax(-1).topk(2, dim=-1)
+                    mask = nn.functional.one_hot(chosen, 3).permute(2, 1, 0)
+                    out = torch.zeros_like(x)
+                    for e in range(3):
+                        slot, tok = torch.where(mask[e])  # expect: DYN130
+                        y = self.experts[e](x[tok]) * weights[tok, slot, None]
+                        out.index_add_(0, tok, y)
+                    return out
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(6, 4),)",
+            fixed="""
+                import torch
+                from torch import nn
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+                    def forward(self, x):
+                        weights, chosen = x[:, :3].softmax(-1).topk(2, dim=-1)
+                        mask = nn.functional.one_hot(chosen, 3).permute(2, 1, 0)
+                        out = torch.zeros_like(x)
+                        for e in range(3):
+                            routing_mask = mask[e] != 0  # expect: DYN130
+                            y = self.experts[e](x) * torch.einsum("tk...,kt->t...", weights, routing_mask.to(weights.dtype))[:, None]
+                            out.add_(y)
+                        return out
+            """,
         ),
     )
     valid = (
