@@ -21,6 +21,7 @@ from .masking import mask_fix
 from .numpy_math import numpy_math_fix
 from .requires_grad import requires_grad_fix
 from .scalar import item_fix
+from .select_chain import chain_select_fix
 from .where import where_fix
 
 PROVIDERS = {
@@ -32,6 +33,7 @@ PROVIDERS = {
     "raise_check": raise_check_fix,  # DYN120
     "cond": cond_fix,  # DYN120
     "assert_split": assert_split_fix,  # DYN120
+    "select_chain": chain_select_fix,  # DYN120
     "mask": mask_fix,  # DYN130
     "experts": expert_loop_fix,  # DYN130
     "requires_grad": requires_grad_fix,  # DYN140

@@ -33,7 +33,7 @@ import libcst as cst
 from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 
-from .purity import BITWISE, ELEMENTWISE
+from .purity import BITWISE, ELEMENTWISE, is_number
 
 # Tensor methods / torch functions (last dotted part) whose result has the shape of their tensor
 # operands broadcast together (other arguments are dims, bounds, flags).
@@ -85,6 +85,8 @@ def signature(node, ctx: RuleContext, env: dict) -> Optional[Signature]:
         node = cst.Name(node)
     if isinstance(node, (cst.Integer, cst.Float)) or _scalar(node, ctx):
         return frozenset(), ""
+    if isinstance(node, cst.Attribute) and ctx.self_attr(node) is not None and _number_attribute(ctx, node.attr.value):
+        return frozenset(), ""  # `self.momentum`, set from `momentum=0.95`: a Python number
     if isinstance(node, cst.Name) and node.value in env:
         return env[node.value]
     if isinstance(node, cst.UnaryOperation):
@@ -145,7 +147,9 @@ def _call(node: cst.Call, ctx: RuleContext, env: dict) -> Optional[Signature]:
         # the argument's shape, the receiver's dtype
         shape, dtype = signature(node.args[0].value, ctx, env), signature(func.value, ctx, env)
         return None if shape is None or dtype is None else (shape[0], dtype[1])
-    if name not in SHAPE_KEEPING and name not in BOOL_RESULT:
+    # `torch.min(a, b)` / `a.max(b)` of two tensors is elementwise (with a dim it is a reduction).
+    pairwise = name in ("min", "max") and len(operands) == 2 and all(_is_tensor_operand(v, ctx, env) for v in operands)
+    if name not in SHAPE_KEEPING and name not in BOOL_RESULT and not pairwise:
         return None
     if any(a.keyword is not None and a.keyword.value in ("out", "dtype") for a in node.args):
         return None
@@ -159,6 +163,36 @@ def _call(node: cst.Call, ctx: RuleContext, env: dict) -> Optional[Signature]:
 
 
 def _shape_keeping_submodule(ctx: RuleContext, attr: str) -> bool:
+    def judge(value, fn):
+        q = ctx.qualname(value.func) if isinstance(value, cst.Call) else None
+        return q is not None and q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in SHAPE_KEEPING_MODULES
+
+    return _every_assignment(ctx, attr, judge)
+
+
+def _number_attribute(ctx: RuleContext, attr: str) -> bool:
+    """Every assignment of `self.<attr>` in the class is a number literal, or a parameter of that
+    method whose default is a number (`momentum=0.95`) and whose annotation, if any, is int/float."""
+
+    def judge(value, fn):
+        if is_number(value):
+            return True
+        if not (isinstance(value, cst.Name) and isinstance(fn, cst.FunctionDef)):
+            return False
+        for param in [*fn.params.params, *fn.params.kwonly_params]:
+            if param.name.value == value.value:
+                ann = param.annotation
+                ann_ok = ann is None or (isinstance(ann.annotation, cst.Name) and ann.annotation.value in ("int", "float"))
+                return param.default is not None and is_number(param.default) and ann_ok
+        return False
+
+    return _every_assignment(ctx, attr, judge)
+
+
+def _every_assignment(ctx: RuleContext, attr: str, judge) -> bool:
+    """judge(value, enclosing function) holds for every plain assignment of `self.<attr>` in the
+    class of the function being walked (and there is one); augmented or unpacking stores,
+    annotations without a value and `setattr` make it unknown."""
     from .base import source_info
 
     info = source_info(ctx.module, ctx.fn)
@@ -168,22 +202,19 @@ def _shape_keeping_submodule(ctx: RuleContext, attr: str) -> bool:
     if cls is None:
         return False
     verdicts = []
-    stack: list = [cls.body]
+    stack: list = [(cls.body, None)]
     while stack:
-        cur = stack.pop()
+        cur, fn = stack.pop()
         if isinstance(cur, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in cur.targets] if isinstance(cur, cst.Assign) else [cur.target]
             if any(_is_self_attr(t, attr) for t in targets):
-                value = cur.value
-                q = ctx.qualname(value.func) if isinstance(cur, cst.Assign) and isinstance(value, cst.Call) else None
-                verdicts.append(
-                    q is not None and q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in SHAPE_KEEPING_MODULES
-                )
+                verdicts.append(isinstance(cur, cst.Assign) and judge(cur.value, fn))
             if any(not isinstance(t, (cst.Name, cst.Attribute)) and _mentions_self_attr(t, attr) for t in targets):
                 verdicts.append(False)  # unpacked into: unknown
         elif isinstance(cur, cst.Call) and isinstance(cur.func, cst.Name) and cur.func.value == "setattr":
             verdicts.append(False)
-        stack.extend(cur.children)
+        inner = cur if isinstance(cur, cst.FunctionDef) else fn
+        stack.extend((child, inner) for child in cur.children)
     return bool(verdicts) and all(verdicts)
 
 

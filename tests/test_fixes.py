@@ -1752,3 +1752,108 @@ def test_expert_loop_that_is_not_row_dispatch_gets_no_dense_fix(body):
     source = _expert_loop(body)
     result = fix_source(source, "m.py", ALL, unsafe=True)
     assert "einsum" not in result.text and "range(hit" not in result.text, result.text
+
+
+RANGE_INIT = """
+import torch
+from torch import nn
+
+class Observer(nn.Module):
+    def __init__(self, momentum=0.95):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("lo", torch.zeros(1))
+        self.register_buffer("hi", torch.zeros(1))
+
+    def forward(self, x):
+        lo, hi = x.min(), x.max()
+{chain}
+        return x
+"""
+
+
+def _range_init(chain: str) -> str:
+    return RANGE_INIT.replace("{chain}", textwrap.indent(textwrap.dedent(chain).strip("\n"), " " * 8))
+
+
+def test_tensor_if_heading_an_elif_chain_of_assignments_becomes_where_after_the_chain():
+    assert_fixes(
+        _range_init("""
+            # first call: take the range as it is
+            if self.lo.min() > -1e-5 and self.hi.max() < 1e-5:  # all zeros
+                self.lo = self.lo + lo
+                self.hi = self.hi + hi
+            # moving average
+            elif self.momentum == -1:
+                self.lo = torch.min(self.lo, lo)
+                self.hi = torch.max(self.hi, hi)
+            else:
+                self.lo = self.lo * self.momentum + lo * (1 - self.momentum)
+                self.hi = self.hi * self.momentum + hi * (1 - self.momentum)
+        """),
+        _range_init("""
+            # first call: take the range as it is
+            taken = (self.lo.min() > -1e-5) & (self.hi.max() < 1e-5)  # all zeros
+            lo_if_taken = self.lo + lo
+            hi_if_taken = self.hi + hi
+            # moving average
+            if self.momentum == -1:
+                self.lo = torch.min(self.lo, lo)
+                self.hi = torch.max(self.hi, hi)
+            else:
+                self.lo = self.lo * self.momentum + lo * (1 - self.momentum)
+                self.hi = self.hi * self.momentum + hi * (1 - self.momentum)
+            self.lo = torch.where(taken, lo_if_taken, self.lo)
+            self.hi = torch.where(taken, hi_if_taken, self.hi)
+        """),
+    )
+
+
+def test_tensor_if_else_of_several_assignments_dedents_the_else_arm():
+    assert_fixes(
+        _range_init("""
+            if lo > self.lo.max():
+                self.lo = lo + 0
+                self.hi = hi + 0
+            else:
+                # widen the range
+                self.lo = lo * 2
+                self.hi = hi * 2
+            x = x * self.hi + self.lo
+        """),
+        _range_init("""
+            taken = lo > self.lo.max()
+            lo_if_taken = lo + 0
+            hi_if_taken = hi + 0
+            # widen the range
+            self.lo = lo * 2
+            self.hi = hi * 2
+            self.lo = torch.where(taken, lo_if_taken, self.lo)
+            self.hi = torch.where(taken, hi_if_taken, self.hi)
+            x = x * self.hi + self.lo
+        """),
+    )
+
+
+@pytest.mark.parametrize(
+    "chain",
+    [
+        # An arm with another effect would now run on every call.
+        "if lo > self.lo.max():\n    self.lo = lo\n    self.hi = hi\nelse:\n    print('keep')\n    self.lo = self.lo\n    self.hi = self.hi",
+        # No final else: a target may be unbound.
+        "if lo > self.lo.max():\n    self.lo = lo\n    self.hi = hi\nelif self.momentum > 0:\n    self.lo = self.lo\n    self.hi = self.hi",
+        # An arm leaves a target out.
+        "if lo > self.lo.max():\n    self.lo = lo\n    self.hi = hi\nelse:\n    self.lo = self.lo * 2\n    self.hi = self.hi * 2\n    self.lo = self.lo * 2 + 1",
+        # The first arm reads what it assigned before.
+        "if lo > self.lo.max():\n    self.lo = lo\n    self.hi = self.lo + 1\nelse:\n    self.lo = self.lo * 2\n    self.hi = self.hi * 2",
+        # A tensor `elif` test breaks on its own.
+        "if lo > self.lo.max():\n    self.lo = lo\n    self.hi = hi\nelif hi > 0:\n    self.lo = self.lo\n    self.hi = self.hi\nelse:\n    self.lo = lo\n    self.hi = hi",
+        # The arms' values may differ in shape.
+        "if lo > self.lo.max():\n    self.lo = x.sum(0)\n    self.hi = hi\nelse:\n    self.lo = self.lo\n    self.hi = self.hi",
+        # `or` with a Python operand: short-circuit evaluation matters.
+        "if self.momentum is None or lo > self.lo.max():\n    self.lo = lo\n    self.hi = hi\nelse:\n    self.lo = self.lo\n    self.hi = self.hi",
+    ],
+)
+def test_tensor_if_chain_that_is_not_plain_assignments_gets_no_select_fix(chain):
+    result = fixed(_range_init(chain))
+    assert "_if_taken" not in result.text, result.text

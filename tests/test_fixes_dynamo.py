@@ -351,3 +351,51 @@ def test_dense_expert_dispatch_compiles_to_one_graph_with_the_same_outputs_and_g
     torch._dynamo.reset()
     compiled = torch.compile(fixed, backend="eager", fullgraph=True)
     torch.testing.assert_close(first(compiled(*args)), first(original(*args)))
+
+
+RANGE_OBSERVER = '''
+import torch
+from torch import nn
+
+
+class Observer(nn.Module):
+    def __init__(self, momentum=0.95):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("lo", torch.zeros(1))
+        self.register_buffer("hi", torch.zeros(1))
+
+    def forward(self, x):
+        lo, hi = x.min(), x.max()
+        if self.lo.min() > -1e-5 and self.hi.max() < 1e-5:
+            self.lo = self.lo + lo
+            self.hi = self.hi + hi
+        elif self.momentum == -1:
+            self.lo = torch.min(self.lo, lo)
+            self.hi = torch.max(self.hi, hi)
+        else:
+            self.lo = self.lo * self.momentum + lo * (1 - self.momentum)
+            self.hi = self.hi * self.momentum + hi * (1 - self.momentum)
+        return (x - self.lo) / (self.hi - self.lo)
+'''
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("momentum", [0.9, -1])
+def test_selected_chain_compiles_to_one_graph_and_updates_the_buffers_alike(momentum, tmp_path):
+    import torch
+    import torch._dynamo
+
+    result = fix_source(RANGE_OBSERVER, "observer.py", ALL, unsafe=True)
+    assert result.fixed and not result.remaining and "torch.where(taken" in result.text, result.text
+    original = _import_text(RANGE_OBSERVER, tmp_path).Observer(momentum)
+    fixed = _import_text(result.text, tmp_path).Observer(momentum)
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch.compile(_import_text(RANGE_OBSERVER, tmp_path).Observer(momentum), backend="eager", fullgraph=True)(torch.randn(4))
+    torch._dynamo.reset()
+    compiled = torch.compile(fixed, backend="eager", fullgraph=True)
+    torch.manual_seed(0)
+    for _ in range(4):  # the first call takes the range, the others average it
+        x = torch.randn(8, 4)
+        torch.testing.assert_close(compiled(x), original(x))
+        torch.testing.assert_close((fixed.lo, fixed.hi), (original.lo, original.hi))

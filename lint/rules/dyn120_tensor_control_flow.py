@@ -52,7 +52,14 @@ are offered only when the two sides are provably of one shape: elementwise or sh
 (`softmax`, `clamp`, `cumsum`, `zeros_like`, a submodule the class makes `nn.Dropout` or an
 activation) on the same tensors and Python numbers. `if c: x = F.pad(x, ..)`, `cat`, `reshape`,
 indexing, reductions and calls of other submodules against anything but the same call get no
-fix. Run `dynalint verify` on the result.
+fix.
+
+A tensor `if` heading an `if` / `elif` / `else` chain whose arms only assign the same names or
+`self` attributes (a range observer's "first call, else moving average") is rewritten without
+`torch.cond`: the condition (`and` / `or` of tensor tests become `&` / `|`) and the first arm's
+values are computed into variables, the rest of the chain runs as before (its tests are Python
+values), then each target is selected, `self.lo = torch.where(taken, lo_if_taken, self.lo)`. Every
+arm then runs on every call. Run `dynalint verify` on the result.
 
 A check that only raises, `if (x == 0).any(): raise ValueError("zeros")` (also `if not t:` and
 `if flag and t:`), becomes `torch._assert_async(torch.logical_not((x == 0).any()), "ValueError:
@@ -153,6 +160,7 @@ class TensorControlFlow(Rule):
                     offer_fix("where", ctx, test, self.code)
                     or offer_fix("raise_check", ctx, test, self.code)
                     or offer_fix("cond", ctx, test, self.code)
+                    or offer_fix("select_chain", ctx, test, self.code)
                 )
                 ctx.report(self, test, MESSAGE.format(what=what), fix=fix)
         elif type(node) is cst.BooleanOperation:
@@ -169,7 +177,11 @@ class TensorControlFlow(Rule):
                 if type(operand) in (cst.BooleanOperation, cst.UnaryOperation):
                     continue
                 if _is_tensor_condition(operand, ctx):
-                    fix = offer_fix("raise_check", ctx, operand, self.code) or offer_fix("assert_split", ctx, operand, self.code)
+                    fix = (
+                        offer_fix("raise_check", ctx, operand, self.code)
+                        or offer_fix("assert_split", ctx, operand, self.code)
+                        or offer_fix("select_chain", ctx, operand, self.code)
+                    )
                     ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"), fix=fix)
         elif type(node) is cst.UnaryOperation:
             if id(node) in _guarded(ctx):
@@ -378,6 +390,45 @@ class TensorControlFlow(Rule):
                     return x
             """,
             dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self, momentum=0.9):
+                    super().__init__()
+                    self.momentum = momentum
+                    self.register_buffer("lo", torch.zeros(1))
+
+                def forward(self, x):
+                    lo = x.min()
+                    if self.lo.abs().max() < 1e-5:  # expect: DYN120
+                        self.lo = self.lo + lo
+                    else:
+                        self.lo = self.lo * self.momentum + lo * (1 - self.momentum)
+                    return x - self.lo
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+                class M(nn.Module):
+                    def __init__(self, momentum=0.9):
+                        super().__init__()
+                        self.momentum = momentum
+                        self.register_buffer("lo", torch.zeros(1))
+
+                    def forward(self, x):
+                        lo = x.min()
+                        taken = self.lo.abs().max() < 1e-5  # expect: DYN120
+                        lo_if_taken = self.lo + lo
+                        self.lo = self.lo * self.momentum + lo * (1 - self.momentum)
+                        self.lo = torch.where(taken, lo_if_taken, self.lo)
+                        return x - self.lo
+            """,
         ),
     )
     valid = (
