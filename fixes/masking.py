@@ -36,7 +36,9 @@ from dynalint.findings import UNSAFE
 from dynalint.lint.kinds import Kind
 from dynalint.lint.rule import RuleContext
 
-from .base import SourceInfo, guarded, make_fix, replace_node, source_info
+from dynalint.lint.variables import variable_names
+
+from .base import SourceInfo, atom_text, guarded, make_fix, replace_node, source_info
 from .imports import torch_reference
 from .purity import is_number, pure
 
@@ -148,3 +150,84 @@ def _rewrite_mean(info: SourceInfo, positions, node, values, mask):
     if not isinstance(info.parent(call), (cst.Assign, cst.Return, cst.Arg, cst.AnnAssign)):
         text = f"({text})"
     return make_fix(UNSAFE, f"Average with `{torch}.where(mask, x, 0)` over the mask's count instead of selecting", import_edits + [replace_node(positions, call, text)])
+
+
+# `x[mask] op= v` -> `x.copy_(torch.where(mask, x op v, x))`
+_AUGMENTED = {cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/"}
+
+
+def mask_update_fix(ctx: RuleContext, node: cst.Subscript, code: str = "DYN130"):
+    """`x[mask] += v` reads `x[mask]` (a data-dependent shape) to write it back: the same update,
+    in place, is `x.copy_(torch.where(mask, x + v, x))`, with the mask given trailing unit
+    dimensions when it indexes only x's leading ones (`mask.reshape(mask.shape + (1,) * ...)`).
+
+    Offered when x and v are side-effect free (x is evaluated three times), the operator is one of
+    `+= -= *= /=`, and v neither reads x nor selects by a mask itself: its shape then does not
+    depend on the number of selected elements, so where it broadcasts against `x[mask]` it
+    broadcasts against x alike. Unsafe: `x op v` is computed for every element (an overflow or
+    a division by zero in the unselected ones is discarded, but is computed), and the float
+    results are those of the same operation, so equal."""
+    info = source_info(ctx.module, ctx.fn)
+    aug = info.parent(node)
+    if not (isinstance(aug, cst.AugAssign) and aug.target is node and type(aug.operator) in _AUGMENTED):
+        return None
+    line = info.parent(aug)
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        return None
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) or node.slice[0].slice.star is not None:
+        return None
+    mask, values, update = node.slice[0].slice.value, node.value, aug.value
+    if not (pure(values, ctx) and pure(mask, ctx) and pure(update, ctx)):
+        return None
+    if _reads_expression(update, values) or _selects(update, ctx):
+        return None
+    same_shape = _elementwise_mask_of(ctx, mask, values)
+    mask_name = None
+    if not same_shape and not isinstance(mask, cst.Name):
+        taken = variable_names(ctx.fn)
+        mask_name = next((n for n in ("update_mask", "selected", "update_mask_2") if n not in taken), None)
+        if mask_name is None:
+            return None
+    op = _AUGMENTED[type(aug.operator)]
+
+    def generate(positions, module):
+        torch, import_edits = torch_reference(info, positions)
+        x = atom_text(info, positions, values)
+        m = info.text(positions, mask)
+        edits = list(import_edits)
+        if same_shape:
+            cond = m
+        else:
+            name = m if mask_name is None else mask_name
+            cond = f"{name}.reshape({name}.shape + (1,) * ({x}.dim() - {name}.dim()))"
+        v = atom_text(info, positions, update)
+        text = f"{x}.copy_({torch}.where({cond}, {x} {op} {v}, {x}))"
+        if mask_name is not None:
+            indent = info.indentation(positions[line].start.line)
+            text = f"{mask_name} = {m}{info.newline}{indent}{text}"
+        edits.append(replace_node(positions, aug, text))
+        return make_fix(UNSAFE, f"Update in place through `{torch}.where` instead of reading the selection", edits)
+
+    return guarded(code, generate)
+
+
+def _reads_expression(root: cst.CSTNode, expr: cst.CSTNode) -> bool:
+    from dynalint.lint.fastcst import iter_nodes
+
+    return any(n.deep_equals(expr) for n in iter_nodes(root) if type(n) is type(expr))
+
+
+def _selects(root: cst.CSTNode, ctx: RuleContext) -> bool:
+    """root indexes something with a boolean mask or calls a data-dependent-shape operator."""
+    from dynalint.lint.fastcst import iter_nodes
+
+    for n in iter_nodes(root):
+        if isinstance(n, cst.Subscript) and any(
+            isinstance(el.slice, cst.Index) and ctx.kind(el.slice.value) == Kind.BOOL_TENSOR for el in n.slice
+        ):
+            return True
+        if isinstance(n, cst.Call):
+            name = ctx.call_name(n) or ""
+            if name.rsplit(".", 1)[-1] in ("nonzero", "masked_select", "argwhere", "where", "unique", "bincount"):
+                return True
+    return False

@@ -17,7 +17,7 @@ from .cond import cond_fix
 from .debugger import debugger_fix, remove_unused_debugger_imports
 from .experts import expert_loop_fix
 from .guard import guard_fix
-from .masking import mask_fix
+from .masking import mask_fix, mask_update_fix
 from .numpy_math import numpy_math_fix
 from .requires_grad import requires_grad_fix
 from .scalar import item_fix
@@ -36,6 +36,7 @@ PROVIDERS = {
     "select_chain": chain_select_fix,  # DYN120
     "mask": mask_fix,  # DYN130
     "experts": expert_loop_fix,  # DYN130
+    "mask_update": mask_update_fix,  # DYN130
     "requires_grad": requires_grad_fix,  # DYN140
     "duplicate_input": duplicate_input_fix,  # DYN141
     "buffer_local": buffer_local_fix,  # DYN142

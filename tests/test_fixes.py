@@ -1857,3 +1857,41 @@ def test_tensor_if_else_of_several_assignments_dedents_the_else_arm():
 def test_tensor_if_chain_that_is_not_plain_assignments_gets_no_select_fix(chain):
     result = fixed(_range_init(chain))
     assert "_if_taken" not in result.text, result.text
+
+
+def test_masked_in_place_update_becomes_copy_of_a_where():
+    assert_fixes(
+        """
+        import torch
+
+        @torch.compile
+        def f(x, labels, bias):
+            x[x > 0] += 1
+            x[labels == 2] -= bias.weight  # leading dimensions only
+            return x
+        """,
+        """
+        import torch
+
+        @torch.compile
+        def f(x, labels, bias):
+            x.copy_(torch.where(x > 0, x + 1, x))
+            update_mask = labels == 2
+            x.copy_(torch.where(update_mask.reshape(update_mask.shape + (1,) * (x.dim() - update_mask.dim())), x - bias.weight, x))  # leading dimensions only
+            return x
+        """,
+    )
+
+
+@pytest.mark.parametrize("update", ["x[m] += x[m] * 2", "x[m] += y[y > 0].sum()", "x[m] += next(it)", "x[m] **= 2"])
+def test_masked_update_whose_value_depends_on_the_selection_gets_no_fix(update):
+    result = fixed(f"""
+        import torch
+
+        @torch.compile
+        def f(x, y, it):
+            m = x > 0
+            {update}
+            return x
+        """)
+    assert "copy_" not in result.text, result.text

@@ -399,3 +399,48 @@ def test_selected_chain_compiles_to_one_graph_and_updates_the_buffers_alike(mome
         x = torch.randn(8, 4)
         torch.testing.assert_close(compiled(x), original(x))
         torch.testing.assert_close((fixed.lo, fixed.hi), (original.lo, original.hi))
+
+
+POINT_EMBEDDING = '''
+import torch
+from torch import nn
+
+
+class Points(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.not_a_point = nn.Embedding(1, 8)
+        self.kinds = nn.ModuleList([nn.Embedding(1, 8) for _ in range(2)])
+
+    def forward(self, points, labels):
+        emb = points.repeat(1, 1, 4) * 2
+        emb[labels == -1] = 0.0
+        emb[labels == -1] += self.not_a_point.weight
+        emb[labels == 0] += self.kinds[0].weight
+        emb[labels == 1] += self.kinds[1].weight
+        emb[emb > 1] -= 1
+        return emb
+'''
+
+
+@pytest.mark.torch
+def test_masked_updates_compile_to_one_graph_with_the_same_outputs_and_gradients(tmp_path):
+    import torch
+    import torch._dynamo
+
+    result = fix_source(POINT_EMBEDDING, "points.py", ALL, unsafe=True)
+    assert result.fixed and not result.remaining and result.text.count(".copy_(torch.where(") == 4, result.text
+    torch.manual_seed(0)
+    original = _import_text(POINT_EMBEDDING, tmp_path).Points()
+    fixed = _import_text(result.text, tmp_path).Points()
+    fixed.load_state_dict(original.state_dict())
+    points, labels = torch.randn(2, 5, 2), torch.randint(-1, 2, (2, 5))
+    want = original(points, labels)
+    got = fixed(points, labels)
+    torch.testing.assert_close(got, want)
+    grads = [torch.autograd.grad(m(points, labels).sum(), list(m.parameters())) for m in (original, fixed)]
+    torch.testing.assert_close(grads[1], grads[0])
+    torch._dynamo.reset()
+    assert len(torch._dynamo.explain(original)(points, labels).break_reasons) == 4
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(fixed, backend="eager", fullgraph=True)(points, labels), want)

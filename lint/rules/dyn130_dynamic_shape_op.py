@@ -26,6 +26,12 @@ selected values with a number): `torch.where(x > 0, x, 0).sum()`, and for the me
 `(x > 0).sum()` (an empty selection is nan either way). `x[mask] = v` is not reported: Dynamo
 traces assignment through a mask (probed on torch 2.13).
 
+An in-place update through a mask, `x[mask] += v` (also `-=`, `*=`, `/=`), becomes the same
+update in place without reading the selection: `x.copy_(torch.where(mask, x + v, x))`, the mask
+given trailing unit dimensions when it indexes only x's leading ones. Offered when `v` does not
+depend on the selection (so its shape broadcasts against x as against `x[mask]`); unsafe because
+`x + v` is now computed for every element.
+
 A mixture-of-experts loop that gathers each expert's tokens with `torch.where(mask)` and
 scatters them back with `index_add_` (the Mixtral / Switch Transformers loop, over `range(n)` or
 over `hit.nonzero()`) gets an unsafe fix too: dense dispatch, each expert run on all tokens and
@@ -117,6 +123,7 @@ class DynamicShapeOp(Rule):
                         self,
                         node,
                         "`x[mask] op= v` reads `x[mask]` (a data-dependent shape) and breaks the graph; use `x = torch.where(mask, x op v, x)`",
+                        fix=offer_fix("mask_update", ctx, node, self.code),
                     )
                     return
                 ctx.report(
