@@ -21,6 +21,7 @@ from .masking import mask_fix, mask_update_fix
 from .numpy_math import numpy_math_fix
 from .requires_grad import requires_grad_fix
 from .scalar import item_fix
+from .scalar_math import python_math_fix
 from .select_chain import chain_select_fix
 from .where import where_fix
 
@@ -29,6 +30,7 @@ PROVIDERS = {
     "debugger": debugger_fix,  # DYN102
     "numpy_math": numpy_math_fix,  # DYN106
     "item": item_fix,  # DYN110
+    "python_math": python_math_fix,  # DYN110
     "where": where_fix,  # DYN120
     "raise_check": raise_check_fix,  # DYN120
     "cond": cond_fix,  # DYN120

@@ -1895,3 +1895,48 @@ def test_masked_update_whose_value_depends_on_the_selection_gets_no_fix(update):
             return x
         """)
     assert "copy_" not in result.text, result.text
+
+
+def test_math_on_a_one_number_tensor_read_back_becomes_python_math():
+    assert_fixes(
+        """
+        import torch
+
+        @torch.compile
+        def f(x, s: float):
+            scale = 2 ** float(torch.tensor(s).log2().round())
+            level = -torch.log2(torch.tensor(s * 2, dtype=torch.float32)).item()
+            return x * scale + level
+        """,
+        """
+        import torch
+        import math
+
+        @torch.compile
+        def f(x, s: float):
+            scale = 2 ** float(round(math.log2(s)))
+            level = -math.log2(s * 2)
+            return x * scale + level
+        """,
+    )
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "torch.tensor(x).log2().item()",  # x is a tensor
+        "torch.tensor([s, s]).sum().item()",  # a list
+        "torch.tensor(s, dtype=torch.float16).log2().item()",  # half precision rounds differently
+        "torch.tensor(s).sin().item()",  # no counterpart listed
+        "torch.tensor(s, requires_grad=True).log2().item()",
+    ],
+)
+def test_tensor_math_that_is_not_on_plain_numbers_gets_no_python_math_fix(expr):
+    result = fixed(f"""
+        import torch
+
+        @torch.compile
+        def f(x, s: float):
+            return x * {expr}
+        """)
+    assert "math." not in result.text, result.text

@@ -444,3 +444,31 @@ def test_masked_updates_compile_to_one_graph_with_the_same_outputs_and_gradients
     assert len(torch._dynamo.explain(original)(points, labels).break_reasons) == 4
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(fixed, backend="eager", fullgraph=True)(points, labels), want)
+
+
+@pytest.mark.torch
+def test_python_math_instead_of_a_one_number_tensor_compiles_to_one_graph(tmp_path):
+    import torch
+    import torch._dynamo
+
+    source = '''
+import torch
+from torch import nn
+
+
+class Levels(nn.Module):
+    def forward(self, feats):
+        scales = [2 ** float(torch.tensor(f.shape[-1] / 64).log2().round()) for f in feats]
+        lo = -torch.log2(torch.tensor(scales[0], dtype=torch.float32)).item()
+        hi = -torch.log2(torch.tensor(scales[-1], dtype=torch.float32)).item()
+        return feats[0] * (hi - lo) + int(lo)
+'''
+    result = fix_source(source, "levels.py", ALL, unsafe=True)
+    assert result.fixed and not result.remaining and "math.log2" in result.text, result.text
+    original, fixed = _import_text(source, tmp_path).Levels(), _import_text(result.text, tmp_path).Levels()
+    feats = [torch.randn(3, 64), torch.randn(3, 32), torch.randn(3, 16)]
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(original)(feats).break_reasons
+    torch._dynamo.reset()
+    compiled = torch.compile(fixed, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(feats), original(feats))

@@ -20,6 +20,12 @@ def forward(self, x):
 Keep the value a tensor: `x / x.abs().max()` (the unsafe autofix drops `.item()` when the value
 only feeds tensor arithmetic). To report a number, return the tensor and call `.item()` outside
 the compiled model.
+
+A tensor built from a Python number only to do math on it and be read back
+(`2 ** float(torch.tensor(s).log2().round())`, `-torch.log2(torch.tensor(s)).item()`) gets an
+unsafe fix that does the math in Python (`2 ** float(round(math.log2(s)))`): Dynamo folds it
+while tracing. Python computes in float64 where the tensor was float32, so the last bits may
+differ.
 """
 
 import libcst as cst
@@ -50,7 +56,7 @@ class ItemCall(Rule):
                 self,
                 node,
                 "`.item()` reads a tensor value and breaks the graph; keep it a tensor or return it",
-                fix=offer_fix("item", ctx, node, self.code),
+                fix=offer_fix("python_math", ctx, node, self.code) or offer_fix("item", ctx, node, self.code),
             )
             return
         if type(func) is cst.Name and func.value in ("int", "float", "bool") and len(node.args) == 1:
@@ -60,7 +66,7 @@ class ItemCall(Rule):
                     self,
                     node,
                     f"`{func.value}()` of a tensor reads its value and breaks the graph; keep it a tensor",
-                    fix=offer_fix("item", ctx, node, self.code),
+                    fix=offer_fix("python_math", ctx, node, self.code) or offer_fix("item", ctx, node, self.code),
                 )
 
     invalid = (
