@@ -92,6 +92,18 @@ def ctrl_model(hidden: int = 64, layers: int = 2, seq: int = 128, batch: int = 2
     return CTRLModel(cfg), {"input_ids": _ids(batch, seq)}
 
 
+def switch_model(d_model: int = 64, layers: int = 2, experts: int = 4, seq: int = 64, batch: int = 2, target: int = 16):
+    """Switch Transformers: its experts' loop over `....nonzero()` with `torch.where(mask)` breaks
+    the graph per expert (DYN130; the unsafe fix is dense dispatch)."""
+    from transformers import SwitchTransformersConfig, SwitchTransformersModel
+
+    cfg = SwitchTransformersConfig(vocab_size=128, d_model=d_model, d_kv=64, d_ff=d_model * 4, num_layers=layers,
+                                   num_decoder_layers=layers, num_heads=max(4, d_model // 64), num_experts=experts,
+                                   expert_capacity=2 * batch * seq // experts, num_sparse_encoder_layers=layers // 2,
+                                   num_sparse_decoder_layers=layers // 2)
+    return SwitchTransformersModel(cfg), {"input_ids": _ids(batch, seq), "decoder_input_ids": _ids(batch, target)}
+
+
 # --------------------------------------------------------------------------------------------
 # Cases
 
@@ -124,6 +136,7 @@ REAL_LONGFORMER = {"hidden": 512, "layers": 4, "seq": 1000, "batch": 4, "window"
 REAL_LED = {"d_model": 512, "layers": 3, "seq": 1000, "batch": 4, "window": 64, "target": 128}
 REAL_BIG_BIRD = {"hidden": 512, "layers": 4, "seq": 1024, "batch": 4, "block": 64}
 REAL_CTRL = {"hidden": 1024, "layers": 6, "seq": 512, "batch": 4}
+REAL_SWITCH = {"d_model": 512, "layers": 4, "experts": 8, "seq": 512, "batch": 4, "target": 128}
 
 CASES = [
     Case("BadIf", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [65536, 16]}),
@@ -136,6 +149,7 @@ CASES = [
     Case("led", f"{THIS}::led_tiny", {"target_args": REAL_LED}),
     Case("big_bird (block sparse)", f"{THIS}::big_bird_block_sparse", {"target_args": REAL_BIG_BIRD}),
     Case("ctrl", f"{THIS}::ctrl_model", {"target_args": REAL_CTRL}),
+    Case("switch_transformers", f"{THIS}::switch_model", {"target_args": REAL_SWITCH}),
     Case("big_bird (short sequence)", f"{THIS}::big_bird_short_sequence"),
     Case("longformer (small)", f"{THIS}::longformer_tiny"),
     Case("led (small)", f"{THIS}::led_tiny"),

@@ -13,6 +13,7 @@ from .apply import AFTER_FIXES
 from .autograd import duplicate_input_fix
 from .buffers import buffer_local_fix
 from .checks import assert_split_fix, raise_check_fix
+from .compile_default import compile_default_fix
 from .cond import cond_fix
 from .debugger import debugger_fix, remove_unused_debugger_imports
 from .experts import expert_loop_fix
@@ -28,6 +29,7 @@ from .where import where_fix
 PROVIDERS = {
     "guard": guard_fix,  # DYN101, DYN103, DYN104
     "debugger": debugger_fix,  # DYN102
+    "compile_default": compile_default_fix,  # DYN107
     "numpy_math": numpy_math_fix,  # DYN106
     "item": item_fix,  # DYN110
     "python_math": python_math_fix,  # DYN110

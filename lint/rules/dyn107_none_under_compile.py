@@ -37,13 +37,19 @@ def forward(self, hidden_states, attention_mask=None):
 ## Use instead
 Build the default on the compiled path too (drop the `not is_compiling()` condition), or test
 the parameter where it is used (`if attention_mask is not None:`).
+
+## Fix (unsafe)
+When the filling `if` is `if mask is None and not is_compiling():` (no `else`), the fix drops the
+`not is_compiling()` test, so the default is built on the compiled path too, as eager code does.
+Whatever the library skipped under compile (a mask a fused attention path would not need) is now
+computed in the graph.
 """
 
 import libcst as cst
 
 from .. import fastcst
 from ..nodes import is_none
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 ITERATING_BUILTINS = frozenset({"len", "iter", "list", "tuple", "sorted", "sum", "max", "min", "enumerate", "zip"})
 ASSIGNING = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)
@@ -142,6 +148,7 @@ class NoneUnderCompile(Rule):
         ("GB0088", "Observed exception"),
     )
     node_types = (cst.Subscript, cst.Attribute, cst.Call, cst.For, cst.CompFor, cst.BinaryOperation)
+    fixable = "unsafe"
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         state = ctx.rule_state(self.code)
@@ -185,7 +192,8 @@ class NoneUnderCompile(Rule):
             what = f"iterating `{name}`"
         ctx.report(self, node, f"`{name}` is filled in only when not compiling, so under torch.compile it is still "
                                f"None here when the caller leaves it out: {what} raises while Dynamo traces and "
-                               "the whole function runs eagerly; build the default on the compiled path too")
+                               "the whole function runs eagerly; build the default on the compiled path too",
+                   fix=offer_fix("compile_default", ctx, ctx.fn.body.body[names[name]], self.code))
 
     @staticmethod
     def _after(ctx, node, index: int, state: dict) -> bool:
@@ -223,6 +231,28 @@ class NoneUnderCompile(Rule):
                     return h + mask.sum()
             """,
             dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+                from torch.compiler import is_compiling
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.proj = nn.Linear(4, 4)
+                        self.is_decoder = False
+
+                    def forward(self, x, attention_mask=None):
+                        h = self.proj(x)
+                        if attention_mask is None:
+                            attention_mask = torch.ones(x.shape[0], x.shape[1])
+                        if self.is_decoder:
+                            mask = None
+                        else:
+                            mask = attention_mask[:, None, :]  # expect: DYN107
+                            mask = (1.0 - mask) * -1e4
+                        return h + mask.sum()
+            """,
         ),
         Example(
             """
