@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dynalint.verify.runner import DYNAMO_SETTINGS
+from dynalint.verify.runner import DYNAMO_SETTINGS, RNN_SETTING
 
 HERE = Path(__file__).resolve().parent
 MODES = ("eval", "train")
@@ -323,7 +323,8 @@ def _torch_version() -> str:
 
 # What --try-settings adds on top of the fixes: both of Dynamo's capture settings at once (the
 # most they can remove; `dynalint verify --try-settings` then finds the smallest that does it).
-CAPTURE_SETTINGS = max(DYNAMO_SETTINGS, key=len)
+# Every capture setting at once (allow_rnn only changes models with RNN modules).
+CAPTURE_SETTINGS = {**max(DYNAMO_SETTINGS, key=len), **RNN_SETTING}
 
 
 def _compiled_match(run: dict) -> bool:
@@ -567,7 +568,7 @@ def main(argv=None) -> int:
                     "(each model's weights, inputs and outputs are kept in the folder CACHE.d)")
     ap.add_argument("--json", help="write the rows and totals here")
     ap.add_argument("--try-settings", action="store_true",
-                    help="also compile the fixed code with capture_scalar_outputs and capture_dynamic_output_shape_ops")
+                    help="also compile the fixed code with capture_scalar_outputs, capture_dynamic_output_shape_ops and allow_rnn")
     ap.add_argument("--verbose", action="store_true", help="list each break site: removed (and by which rule), kept, new")
     args = ap.parse_args(argv)
 

@@ -517,6 +517,27 @@ def test_try_settings_suggests_capture_scalar_outputs_for_an_item_break():
     assert "torch._dynamo.config.capture_scalar_outputs = True: 1 graphs, 0 breaks, outputs match  <- suggested" in text
 
 
+@pytest.mark.torch
+@pytest.mark.slow
+def test_try_settings_suggests_allow_rnn_where_dynamo_refused_an_lstm():
+    path = fixture("lstm_encoder.py")
+    report = runner.verify(f"{path}::LSTMEncoder", input_shape=[2, 5, 16], timing=False, settings=True)
+    # explain counts nothing for the skipped frame; Dynamo's log has the refusal.
+    assert report["after"]["graph_count"] == 0
+    tried = {tuple(sorted(t["settings"])): t for t in report["settings_tried"]}
+    rnn = tried[("allow_rnn",)]
+    assert rnn["suggested"] and rnn["graph_count"] == 1 and rnn["graph_break_count"] == 0 and rnn["outputs_match"]
+    assert sum(t["suggested"] for t in report["settings_tried"]) == 1
+
+
+def test_allow_rnn_is_tried_only_where_an_rnn_was_refused():
+    refused = {"graph_count": 0, "graph_break_count": 0, "logged_breaks": [
+        {"reason": "Attempted to wrap RNN, GRU, or LSTM", "filename": "m.py", "lineno": 3}]}
+    assert runner.RNN_SETTING in runner.settings_for(refused)
+    assert runner.RNN_SETTING not in runner.settings_for({"graph_count": 2, "graph_break_count": 1})
+    assert runner.breaks_seen(refused) == 1
+
+
 def test_settings_lines_say_none_suggested_and_show_mismatches():
     report = {**SAMPLE_REPORT, "settings_tried": [
         {"settings": {"capture_scalar_outputs": True}, "text": "torch._dynamo.config.capture_scalar_outputs = True",

@@ -57,7 +57,7 @@ def _shape(ctx, param, value: Optional[str]) -> Optional[list[int]]:
 @click.option("--path", "sys_path", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder to put on sys.path for the target (repeatable).")
 @click.option("--try-settings", is_flag=True,
-              help="Also try Dynamo settings (capture_scalar_outputs, capture_dynamic_output_shape_ops) on the code "
+              help="Also try Dynamo settings (capture_scalar_outputs, capture_dynamic_output_shape_ops; allow_rnn where an RNN broke) on the code "
                    "and suggest one that lowers the breaks with outputs equal.")
 @click.option("--fullgraph", is_flag=True,
               help="For CI: exit 1 unless the code as it is compiles to one graph with no break, skipped frame or "

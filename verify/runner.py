@@ -263,21 +263,34 @@ DYNAMO_SETTINGS = (
 )
 
 
+# Tried only where Dynamo refused to trace an RNN module ("Attempted to wrap RNN, GRU, or LSTM"):
+# `allow_rnn` makes it trace nn.LSTM / nn.GRU / nn.RNN into the graph.
+RNN_SETTING = {"allow_rnn": True}
+RNN_REFUSAL = "RNN, GRU, or LSTM"
+
+
+def settings_for(base: Optional[dict]) -> tuple:
+    """The settings worth trying on a measured run: DYNAMO_SETTINGS, plus allow_rnn where it broke on an RNN."""
+    wraps_rnn = base is not None and RNN_REFUSAL in json.dumps(base, default=str)
+    return DYNAMO_SETTINGS + ((RNN_SETTING,) if wraps_rnn else ())
+
+
 def setting_text(settings: dict) -> str:
     return ", ".join(f"torch._dynamo.config.{k} = {v!r}" for k, v in settings.items())
 
 
-def settings_specs(spec: dict) -> list[dict]:
-    """One child spec per entry of DYNAMO_SETTINGS: graphs and one compiled call's outputs, no timing."""
+def settings_specs(spec: dict, base: Optional[dict] = None) -> list[dict]:
+    """One child spec per setting worth trying on `base` (settings_for): graphs and one compiled
+    call's outputs, no timing."""
     return [{**spec, "timing": False, "trace": False, "dynamo_config": settings, "compiled_outputs": True}
-            for settings in DYNAMO_SETTINGS]
+            for settings in settings_for(base)]
 
 
 def judge_settings(base: dict, results: list[dict]) -> list[dict]:
     """The children of `settings_specs` against the code's own graphs (`base`): each setting's graphs,
     breaks and outputs; the one with fewest breaks that lowers them with outputs equal is suggested."""
     tried = []
-    for settings, result in zip(DYNAMO_SETTINGS, results):
+    for settings, result in zip(settings_for(base), results):
         entry = {"settings": settings, "text": setting_text(settings), "suggested": False}
         if not result or result.get("error"):
             entry["error"] = (result or {}).get("error") or "not measured"
@@ -287,16 +300,25 @@ def judge_settings(base: dict, results: list[dict]) -> list[dict]:
                          max_abs_diff=result.get("compiled_max_abs_diff"),
                          outputs_mismatch=result.get("compiled_outputs_mismatch"))
         tried.append(entry)
-    base_breaks = max(base["graph_break_count"], 0)
-    better = [t for t in tried if not t.get("error") and t["outputs_match"] and t["graph_break_count"] < base_breaks]
+    base_breaks = breaks_seen(base)
+    seen = {id(t): breaks_seen(r) for t, r in zip(tried, results) if not t.get("error")}
+    better = [t for t in tried if not t.get("error") and t["outputs_match"] and seen[id(t)] < base_breaks]
     if better:
-        min(better, key=lambda t: (t["graph_break_count"], len(t["settings"])))["suggested"] = True
+        min(better, key=lambda t: (seen[id(t)], len(t["settings"])))["suggested"] = True
     return tried
+
+
+def breaks_seen(result: dict) -> int:
+    """explain's break count plus the breaks only Dynamo's log saw (in frames it skipped whole, as
+    an nn.LSTM without allow_rnn: explain then counts no graph and no break)."""
+    from .reconcile import all_breaks
+
+    return max(result.get("graph_break_count") or 0, 0) + sum(1 for b in all_breaks(result) if b.get("logged_only"))
 
 
 def try_settings(spec: dict, base: dict, overrides: dict[str, str], ref: str, timeout: float) -> list[dict]:
     """DYNAMO_SETTINGS on the code verify ends with (fixed if fixes applied), judged against `base`."""
-    specs = settings_specs({**spec, "source_override": overrides or None, "reference_dir": ref})
+    specs = settings_specs({**spec, "source_override": overrides or None, "reference_dir": ref}, base)
     return judge_settings(base, [measure(s, timeout) for s in specs])
 
 
@@ -359,7 +381,7 @@ def verify(
             timed = measure({**spec, "timing": True, "explain": False, "trace": False}, timeout)
             _raise_if_failed(timed, "timing failed: ")
         end = after or before
-        tried = try_settings(spec, end, overrides, ref, timeout) if settings and end["graph_break_count"] > 0 else None
+        tried = try_settings(spec, end, overrides, ref, timeout) if settings and breaks_seen(end) > 0 else None
 
     findings, missed = reconcile(linted, all_breaks(before), before.get("executed_lines", {}), before.get("traced_lines"),
                                  recompile_guards(before))

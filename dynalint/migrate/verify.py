@@ -358,14 +358,13 @@ class ModelVerifier:
 
     def try_settings(self, runs: list[ModelRun]) -> None:
         """Dynamo settings on each model that still breaks after the fixes (the files on disk)."""
-        from dynalint.verify.runner import judge_settings, settings_specs
+        from dynalint.verify.runner import breaks_seen, judge_settings, settings_specs
 
-        owners = [r for r in runs if not r.broken and r.after and not r.after.get("error")
-                  and (r.after.get("graph_break_count") or 0) > 0]
+        owners = [r for r in runs if not r.broken and r.after and not r.after.get("error") and breaks_seen(r.after) > 0]
         if not owners:
             return
         self.progress(f"Dynamo settings: {len(owners)} model{'s' if len(owners) != 1 else ''} with breaks left")
-        jobs = [settings_specs(self._spec(r.entry, reference_dir=str(self.state.reference_dir(r.name))))
+        jobs = [settings_specs(self._spec(r.entry, reference_dir=str(self.state.reference_dir(r.name))), r.after)
                 for r in owners]
         for index, results, _ in self.measurer.run(jobs):
             run = owners[index]

@@ -203,7 +203,7 @@ class UntraceableCall(Rule):
     def _check_call(self, node, ctx):
         func = node.func
         if ctx.self_attr(func) in ctx.rnn_attrs:
-            ctx.report(self, node, f"`self.{func.attr.value}` is an RNN module: Dynamo does not trace it and breaks the graph")
+            ctx.report(self, node, f"`self.{func.attr.value}` is an RNN module: Dynamo does not trace it and breaks the graph; `torch._dynamo.config.allow_rnn = True` makes it trace (`dynalint verify --try-settings` checks it)")
             return
         q = ctx.call_name(node)
         if q is None:
