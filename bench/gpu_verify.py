@@ -137,6 +137,8 @@ REAL_LED = {"d_model": 512, "layers": 3, "seq": 1000, "batch": 4, "window": 64, 
 REAL_BIG_BIRD = {"hidden": 512, "layers": 4, "seq": 1024, "batch": 4, "block": 64}
 REAL_CTRL = {"hidden": 1024, "layers": 6, "seq": 512, "batch": 4}
 REAL_SWITCH = {"d_model": 512, "layers": 4, "experts": 8, "seq": 512, "batch": 4, "target": 128}
+# Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
+LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
 CASES = [
     Case("BadIf", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [65536, 16]}),
@@ -150,6 +152,7 @@ CASES = [
     Case("big_bird (block sparse)", f"{THIS}::big_bird_block_sparse", {"target_args": REAL_BIG_BIRD}),
     Case("ctrl", f"{THIS}::ctrl_model", {"target_args": REAL_CTRL}),
     Case("switch_transformers", f"{THIS}::switch_model", {"target_args": REAL_SWITCH}),
+    Case("switch_transformers (large)", f"{THIS}::switch_model", {"target_args": LARGE_SWITCH}),
     Case("big_bird (short sequence)", f"{THIS}::big_bird_short_sequence"),
     Case("longformer (small)", f"{THIS}::longformer_tiny"),
     Case("led (small)", f"{THIS}::led_tiny"),
