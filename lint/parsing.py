@@ -61,65 +61,75 @@ def _no_validation(self) -> None:
 
 # Files from this size on are parsed in pieces of about PIECE_LINES lines, cut between top-level
 # statements, and the pieces joined into one tree: libcst's parse of a whole file grows faster
-# than the file (200,000 lines: 73 CPU s whole, 30 s in 2,000-line pieces).
+# than the file (200,000 lines: 73 CPU s whole, 30 s in 2,000-line pieces), and its memory far
+# faster (5.2 GB whole, bounded by a piece in pieces). Python's parser, which checks each cut, reads
+# the pieces too: its tree of the whole 200,000-line file alone took 1.1 GB and 10 s.
 PIECES_FROM = 200_000  # characters
 PIECE_LINES = 2_000
+# A cut that Python's parser refuses (in a string, in brackets, after a decorator) moves to the
+# next line that may start a statement; after this many moves for one piece, the whole file is
+# parsed as one.
+_MAX_MOVES = 20
+# Lines at column 0 that continue the statement before them.
+_CONTINUES = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")
 
 
 def parse_in_pieces(source: str, piece_lines: int = PIECE_LINES) -> Optional[cst.Module]:
     """The tree `cst.parse_module(source)` gives (`deep_equals`, same code), built from the
     parses of pieces of the text cut between top-level statements; None when in any doubt (then
-    the caller parses the whole text): Python's parser refuses the file, a piece fails to parse,
-    the text holds a form feed or a `\r` outside `\r\n`, the pieces detect different indents or
-    newlines, or there is nothing to cut.
+    the caller parses the whole text): a piece that Python's parser or libcst refuses however
+    its end is moved, a form feed or a `\r` outside `\r\n` in the text, pieces that detect
+    different indents or newlines, a piece whose end does not regenerate, nothing to cut.
 
-    Where a cut goes: before the first line of a statement (its first decorator), never between
-    two statements on one line, and only where every line since the end of the statement before
-    is blank or a comment. Those lines stay at the end of the piece before, so libcst's parse of
-    that piece gives the indented ones to the blocks they close (`IndentedBlock.footer`, as the
+    Where a cut goes: at the first line after `piece_lines` more that starts at column 0 with
+    code (not `else`/`elif`/`except`/`finally` or a closing bracket), if Python's parser accepts
+    the piece it ends (so the cut is outside strings, brackets and continuation lines, and not
+    after a decorator; Python reads the text from the start, so a piece it accepts ends where a
+    statement of the whole file ends) and every line since the piece's last statement is blank
+    or a comment; else at the next such line. Those lines stay at the end of the piece, so libcst's
+    parse of it gives the indented ones to the blocks they close (`IndentedBlock.footer`, as the
     whole parse does) and the rest to the piece's `Module.footer`: in the joined tree, those are
-    the leading lines of the statement after the cut (which the piece after it parses with none,
-    and no header)."""
+    the leading lines of the statement after the cut (which the next piece parses with none,
+    and no header). The statements' line spans are kept for `statement_spans`."""
     if "\f" in source or ("\r" in source and source.count("\r") != source.count("\r\n")):
         return None
-    spans = statement_spans(source)
-    if spans is None or len(spans) < 2:
-        return None
     lines = source.split("\n")
-    cuts = [0]  # 0-based line where each piece starts
-    tails = []  # 0-based first line of the statement that ends each piece but the last
-    prev_first, prev_end = spans[0]
-    for first, last in spans[1:]:
-        if first <= prev_end:  # `a; b`: one statement for libcst
-            prev_end = max(prev_end, last)
-            continue
-        if first - 1 - cuts[-1] >= piece_lines and _can_cut(lines, prev_end, first - 1):
-            cuts.append(first - 1)
-            tails.append(prev_first - 1)
-        prev_first, prev_end = first, last
-    if len(cuts) < 2:
-        return None
-    line_offsets = [0, *accumulate(len(line) + 1 for line in lines)]
-    del lines
-    bounds = [line_offsets[row] for row in cuts] + [len(source)]
-    pieces = []
-    for index, (start, end) in enumerate(zip(bounds, bounds[1:])):
-        text = source[start:end]
+    count = len(lines)
+    offsets = [0, *accumulate(len(line) + 1 for line in lines)]
+    spans: list[tuple[int, int]] = []
+    pieces: list[cst.Module] = []
+    start = 0
+    while start < count:
+        end = _next_cut(lines, start + piece_lines)
+        for _move in range(_MAX_MOVES + 1):
+            text = source[offsets[start] : offsets[end]] if end < count else source[offsets[start] :]
+            found = _piece_spans(text, start)
+            if found and (end == count or _can_cut(lines, found[-1][1], end)):
+                break
+            if end == count:
+                return None
+            end = _next_cut(lines, end + 1)
+        else:
+            return None
         try:
             piece = cst.parse_module(text)
         except cst.ParserSyntaxError:
             return None
         # libcst's parse of a text can lose a blank line at its very end (after a dedent, before
         # a line indented less than the block): the end of each piece must regenerate exactly.
-        if index < len(tails) and not _tail_round_trips(piece, text[line_offsets[tails[index]] - start :]):
+        if end < count and not _tail_round_trips(piece, source[offsets[_last_statement_line(found)] : offsets[end]]):
             return None
+        if pieces and (piece.header or piece.body[0].leading_lines):
+            return None
+        spans.extend(found)
         pieces.append(piece)
+        start = end
+    if len(pieces) < 2:
+        return None
     head = pieces[0]
     for piece in pieces[1:]:
         if (
-            piece.header
-            or piece.body[0].leading_lines
-            or piece.default_indent != head.default_indent
+            piece.default_indent != head.default_indent
             or piece.default_newline != head.default_newline
             or piece.encoding != head.encoding
         ):
@@ -129,6 +139,7 @@ def parse_in_pieces(source: str, piece_lines: int = PIECE_LINES) -> Optional[cst
         body.append(piece.body[0].with_changes(leading_lines=before.footer))
         body.extend(piece.body[1:])
     tail = pieces[-1]
+    _last_spans[:] = [source, spans]
     return cst.Module(
         body=tuple(body),
         header=head.header,
@@ -138,6 +149,33 @@ def parse_in_pieces(source: str, piece_lines: int = PIECE_LINES) -> Optional[cst
         default_newline=head.default_newline,
         has_trailing_newline=tail.has_trailing_newline,
     )
+
+
+def _next_cut(lines: list[str], row: int) -> int:
+    """The first 0-based line from `row` on that may start a top-level statement (len(lines) if
+    none)."""
+    for index in range(row, len(lines)):
+        line = lines[index]
+        if line[:1] not in ("", " ", "\t", "#", "\r") and not _CONTINUES.match(line):
+            return index
+    return len(lines)
+
+
+def _piece_spans(text: str, first_row: int) -> Optional[list[tuple[int, int]]]:
+    """`statement_spans` of a piece starting at 0-based line first_row, in the whole text's
+    1-based lines; None when Python's parser refuses the piece or it holds no statement."""
+    found = _spans(text)
+    if not found:
+        return None
+    return [(first + first_row, last + first_row) for first, last in found]
+
+
+def _last_statement_line(spans: list[tuple[int, int]]) -> int:
+    """0-based first line of the last libcst statement (`a; b` on one line is one)."""
+    index = len(spans) - 1
+    while index and spans[index][0] <= spans[index - 1][1]:
+        index -= 1
+    return spans[index][0] - 1
 
 
 def _tail_round_trips(piece: cst.Module, tail: str) -> bool:
@@ -150,21 +188,21 @@ def _tail_round_trips(piece: cst.Module, tail: str) -> bool:
     return code == tail
 
 
-def _can_cut(lines: list[str], gap_start: int, first: int) -> bool:
-    """Whether a piece may start at 0-based line `first`: it starts a statement at column 0, and
-    the lines from 0-based `gap_start` up to it are blank or comments."""
-    head = lines[first][:1]
-    if not head or head in " \t#\r" or lines[gap_start - 1].rstrip("\r").endswith("\\"):
+def _can_cut(lines: list[str], last_row: int, cut: int) -> bool:
+    """Whether a piece may start at 0-based line `cut` when the statement before it ends on
+    1-based line `last_row`: the lines between are blank or comments, and that statement's
+    last line does not end with a backslash."""
+    if lines[last_row - 1].rstrip("\r").endswith("\\"):
         return False
-    for i in range(gap_start, first):
+    for i in range(last_row, cut):
         text = lines[i].lstrip(" \t")
         if text and text[0] != "#" and text != "\r":
             return False
     return True
 
 
-# The top-level statement spans of the last text asked about: the parse in pieces needs them and
-# so do the positions of a big file (`fastcst._statement_windows`).
+# The top-level statement spans of the last text asked about: the positions of a big file need
+# them (`fastcst._statement_windows`); the parse in pieces leaves them here.
 _last_spans: list = [None, None]
 
 
@@ -173,20 +211,23 @@ def statement_spans(source: str) -> Optional[list[tuple[int, int]]]:
     (the first line is that of its first decorator); None when Python refuses the text."""
     if _last_spans[0] is source:
         return _last_spans[1]
+    spans = _spans(source)
+    _last_spans[:] = [source, spans]
+    return spans
+
+
+def _spans(source: str) -> Optional[list[tuple[int, int]]]:
     import ast
 
     try:
         tree = compile(source, "<dynalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        spans = None
-    else:
-        spans = []
-        for stmt in tree.body:
-            decorators = getattr(stmt, "decorator_list", None)
-            first = min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
-            spans.append((first, stmt.end_lineno or stmt.lineno))
-        del tree
-    _last_spans[:] = [source, spans]
+        return None
+    spans = []
+    for stmt in tree.body:
+        decorators = getattr(stmt, "decorator_list", None)
+        first = min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
+        spans.append((first, stmt.end_lineno or stmt.lineno))
     return spans
 
 
