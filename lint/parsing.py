@@ -66,10 +66,10 @@ def _no_validation(self) -> None:
 # the pieces too: its tree of the whole 200,000-line file alone took 1.1 GB and 10 s.
 PIECES_FROM = 200_000  # characters
 PIECE_LINES = 2_000
-# A cut that Python's parser refuses (in a string, in brackets, after a decorator) moves to the
-# next line that may start a statement; after this many moves for one piece, the whole file is
-# parsed as one.
-_MAX_MOVES = 20
+# A cut that Python's parser refuses (in a string, in brackets, after a decorator) moves on to the
+# next line that may start a statement, ten times, then 2, 4, 8... lines further (past a long
+# string); after this many moves for one piece (a syntax error), the whole file is parsed as one.
+_MAX_MOVES = 30
 # Lines at column 0 that continue the statement before them.
 _CONTINUES = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")
 
@@ -86,7 +86,7 @@ def parse_in_pieces(source: str, piece_lines: int = PIECE_LINES) -> Optional[cst
     the piece it ends (so the cut is outside strings, brackets and continuation lines, and not
     after a decorator; Python reads the text from the start, so a piece it accepts ends where a
     statement of the whole file ends) and every line since the piece's last statement is blank
-    or a comment; else at the next such line. Those lines stay at the end of the piece, so libcst's
+    or a comment; else at the next such line (ten times; then 2, 4, 8... lines further). Those lines stay at the end of the piece, so libcst's
     parse of it gives the indented ones to the blocks they close (`IndentedBlock.footer`, as the
     whole parse does) and the rest to the piece's `Module.footer`: in the joined tree, those are
     the leading lines of the statement after the cut (which the next piece parses with none,
@@ -101,14 +101,14 @@ def parse_in_pieces(source: str, piece_lines: int = PIECE_LINES) -> Optional[cst
     start = 0
     while start < count:
         end = _next_cut(lines, start + piece_lines)
-        for _move in range(_MAX_MOVES + 1):
+        for move in range(_MAX_MOVES + 1):
             text = source[offsets[start] : offsets[end]] if end < count else source[offsets[start] :]
             found = _piece_spans(text, start)
             if found and (end == count or _can_cut(lines, found[-1][1], end)):
                 break
             if end == count:
                 return None
-            end = _next_cut(lines, end + 1)
+            end = _next_cut(lines, end + (1 << max(0, move - 10)))  # past a long string too
         else:
             return None
         try:

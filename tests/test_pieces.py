@@ -87,6 +87,33 @@ def test_pieces_follow_the_requested_size():
     assert seen == [100, 100, 100, 100]
 
 
+def test_the_pieces_leave_the_whole_files_statement_spans(monkeypatch):
+    # Python's parser reads each piece only (its tree of a whole 200,000-line file took 1.1 GB);
+    # the spans it gives are the whole file's, kept for the positions of a big file.
+    text = SAME_TREE["decorators"] + SAME_TREE["strings and brackets spanning lines"] + SAME_TREE["statements sharing a line"]
+    expected = parsing._spans(text)
+    parsing._last_spans[:] = [None, None]
+    assert parse_in_pieces(text, piece_lines=1) is not None
+    monkeypatch.setattr(parsing, "_spans", lambda source: pytest.fail("the whole text was parsed again"))
+    assert parsing.statement_spans(text) == expected
+    parsing._last_spans[:] = [None, None]
+
+
+def test_a_cut_python_refuses_moves_to_the_next_line():
+    # Column-0 lines inside a string and after a decorator are no cuts: the piece before them
+    # does not parse, so the cut moves on (to the next such line, then ever further).
+    body = "".join(f"v{i} = 1\n" for i in range(5))
+    text = body + 'doc = """\n' + "".join(f"line{i}\n" for i in range(10)) + '"""\n@d\ndef f():\n    pass\n' + body
+    whole = cst.parse_module(text)
+    joined = parse_in_pieces(text, piece_lines=3)
+    assert joined is not None and joined.deep_equals(whole) and joined.code == text
+    long_string = body + 'doc = """\n' + "".join(f"line{i}\n" for i in range(5_000)) + '"""\n' + body
+    joined = parse_in_pieces(long_string, piece_lines=3)
+    assert joined is not None and joined.deep_equals(cst.parse_module(long_string))
+    broken = body + "x = (\n" + body * 100
+    assert parse_in_pieces(broken, piece_lines=3) is None
+
+
 def _transformers_models() -> Path:
     spec = importlib.util.find_spec("transformers")
     if spec is None or not spec.submodule_search_locations:
