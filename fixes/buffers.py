@@ -91,7 +91,7 @@ def buffer_local_fix(ctx: RuleContext, assign: cst.Assign, attr: str, code: str 
     return guarded(code, generate)
 
 
-def _store_targets(root: cst.CSTNode):
+def store_targets(root: cst.CSTNode):
     """The assignment, deletion and loop targets under root."""
     for node in iter_nodes(root):
         if isinstance(node, cst.Assign):
@@ -105,7 +105,7 @@ def _store_targets(root: cst.CSTNode):
 def _stores_attr(fn: cst.FunctionDef, attr: str, assign: cst.Assign) -> bool:
     """fn stores or deletes `self.<attr>` anywhere but in `assign`."""
     return any(
-        node is not assign and any(_self_attr(t, attr) for t in targets) for node, targets in _store_targets(fn)
+        node is not assign and any(_self_attr(t, attr) for t in targets) for node, targets in store_targets(fn)
     )
 
 
@@ -118,7 +118,7 @@ def _other_methods_read(info, fn: cst.FunctionDef, attr: str) -> bool:
     for other in iter_nodes(cls.body):
         if other is fn or not isinstance(other, cst.FunctionDef):
             continue
-        stored = {id(t) for node, targets in _store_targets(other) if not isinstance(node, cst.AugAssign) for t in targets}
+        stored = {id(t) for node, targets in store_targets(other) if not isinstance(node, cst.AugAssign) for t in targets}
         if any(id(n) not in stored for n in _attr_nodes(other, attr, skip_scopes=False)[0]):
             return True
     return False

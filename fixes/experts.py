@@ -50,6 +50,7 @@ from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import variable_names
 
 from .base import atom_text, delete_lines, guarded, make_fix, replace_node, source_info
+from .buffers import store_targets
 from .imports import torch_reference
 
 _COUNT_TESTS = ("shape", "numel", "len")
@@ -156,14 +157,7 @@ def _hit_assignment(info, call: cst.Call) -> Optional[tuple[cst.Assign, cst.Call
 def _stores_and_reads(fn: cst.FunctionDef, name: str) -> tuple[list, list]:
     """(assignments binding name, Name nodes reading it) in fn."""
     stores, store_ids = [], set()
-    for node in iter_nodes(fn):
-        targets = ()
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-            targets = [node.target]
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            targets = [node.asname.name]
+    for node, targets in store_targets(fn):
         for t in targets:
             for n in iter_nodes(t):
                 if isinstance(n, cst.Name) and n.value == name:
@@ -387,16 +381,13 @@ def _plan(ctx: RuleContext, loop: cst.For) -> Optional[dict]:
 
 
 def _binds(stmt: cst.CSTNode, names) -> bool:
-    for node in iter_nodes(stmt):
-        targets = ()
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-            targets = [node.target]
-        for t in targets:
-            if any(isinstance(n, cst.Name) and n.value in names for n in iter_nodes(t)):
-                return True
-    return False
+    return any(
+        isinstance(n, cst.Name) and n.value in names
+        for node, targets in store_targets(stmt)
+        if not isinstance(node, cst.WithItem)
+        for t in targets
+        for n in iter_nodes(t)
+    )
 
 
 def _peel(value: cst.BaseExpression) -> cst.BaseExpression:
