@@ -326,9 +326,49 @@ class FileAnalyzer:
     def _resolve_positions(self) -> None:
         if not self.pending:
             return
-        positions = fastcst.positions(self.module, self.source, self._statements_with_findings())
         seen = set()
-        for node, code, message, data, fix, scope in self.pending:
+        for entries, positions in self._placement_batches(self._statements_with_findings()):
+            self._place(entries, positions, seen)
+        self.summary.findings.sort(key=Finding.sort_key)
+
+    def _placement_batches(self, within: Optional[set]):
+        """(pending findings, the positions to place them with), in the order of `pending`. In a
+        big file, one top-level statement's findings at a time with that statement's positions
+        only, dropped after (all of them at once set a big file's peak memory); else all at once."""
+        batches = None
+        statements = fastcst.StatementPositions.for_file(self.module, self.source, within)
+        if statements is not None:
+            batches = self._statement_runs(within)
+        if batches is None:
+            yield self.pending, fastcst.positions(self.module, self.source, within)
+            return
+        for stmt, entries in batches:
+            yield entries, statements.of(stmt)
+
+    def _statement_runs(self, within) -> Optional[list]:
+        """`pending` cut into runs of findings in one top-level statement, or None when a
+        finding's function cannot be told apart or the runs interleave much."""
+        stmt_of_fn = {id(fn): stmt for stmt, pieces in within.functions.items() for fn, _ in pieces}
+        stmt_of_scope: dict = {}
+        for fn, prefix, _ in self.defs:
+            stmt = stmt_of_fn.get(id(fn))
+            if stmt is not None and stmt_of_scope.setdefault(f"{prefix}.{fn.name.value}", stmt) is not stmt:
+                return None  # one name, functions in two statements
+        runs: list = []
+        for entry in self.pending:
+            stmt = stmt_of_scope.get(entry[-1])
+            if stmt is None:
+                return None
+            if runs and runs[-1][0] is stmt:
+                runs[-1][1].append(entry)
+            else:
+                runs.append((stmt, [entry]))
+        if len(runs) > 2 * len(within) + 8:
+            return None
+        return runs
+
+    def _place(self, entries: list, positions, seen: set) -> None:
+        for node, code, message, data, fix, scope in entries:
             pos = positions[node]
             key = (code, pos.start.line, pos.start.column, pos.end.line, pos.end.column)
             if key in seen:
@@ -353,7 +393,6 @@ class FileAnalyzer:
                     data=data,
                 )
             )
-        self.summary.findings.sort(key=Finding.sort_key)
 
 
 RNN_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})

@@ -177,3 +177,32 @@ def test_a_big_file_with_a_syntax_error_is_reported_as_before(monkeypatch):
     after = analyzer.analyze_source(text, "bad.py", "bad").to_cache()
     assert [f["code"] for f in after["findings"]] == ["DYN001"] and after == before
     analyzer._PARSED.clear()
+
+
+@pytest.mark.parametrize("model", ["llama", "bert"])
+def test_a_big_file_places_its_findings_one_statement_at_a_time(monkeypatch, model):
+    # In a big file each top-level statement's findings are placed with its positions only
+    # (fastcst.StatementPositions); the findings and fixes are those of all positions at once.
+    from dynalint.lint import fastcst
+
+    import dynalint.fixes.providers  # noqa: F401
+
+    files = sorted((_transformers_models() / model).glob("modeling_*.py"))
+    if not files:
+        pytest.skip(f"transformers has no {model} model file")
+    text = files[0].read_text(encoding="utf-8")
+    monkeypatch.setattr(fastcst, "_WINDOWED_SIZE", 0)  # as if the file were big
+    batches = []
+    real_of = fastcst.StatementPositions.of
+    monkeypatch.setattr(fastcst.StatementPositions, "of", lambda self, stmt: batches.append(stmt) or real_of(self, stmt))
+
+    def analyse() -> dict:
+        analyzer._PARSED.clear()
+        return analyzer.analyze_source(text, files[0].name, model).to_cache()
+
+    one_at_a_time = analyse()
+    assert len(batches) > 1
+    monkeypatch.setattr(fastcst.StatementPositions, "for_file", classmethod(lambda cls, *args: None))
+    assert analyse() == one_at_a_time
+    assert one_at_a_time["findings"]
+    analyzer._PARSED.clear()
