@@ -179,7 +179,7 @@ def test_a_big_file_with_a_syntax_error_is_reported_as_before(monkeypatch):
     analyzer._PARSED.clear()
 
 
-@pytest.mark.parametrize("model", ["llama", "bert"])
+@pytest.mark.parametrize("model", ["bert", "t5"])
 def test_a_big_file_places_its_findings_one_statement_at_a_time(monkeypatch, model):
     # In a big file each top-level statement's findings are placed with its positions only
     # (fastcst.StatementPositions); the findings and fixes are those of all positions at once.
@@ -201,7 +201,7 @@ def test_a_big_file_places_its_findings_one_statement_at_a_time(monkeypatch, mod
         return analyzer.analyze_source(text, files[0].name, model).to_cache()
 
     one_at_a_time = analyse()
-    assert len(batches) > 1
+    assert len(set(map(id, batches))) > 1  # findings in several statements, placed apart
     monkeypatch.setattr(fastcst.StatementPositions, "for_file", classmethod(lambda cls, *args: None))
     assert analyse() == one_at_a_time
     assert one_at_a_time["findings"]
