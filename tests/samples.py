@@ -17,3 +17,29 @@ MODEL = textwrap.dedent(
             return x
     """
 )
+
+
+# A range observer (buffers `lo`, `hi`, a `momentum` number) whose forward runs `chain` (code at
+# forward's indentation, dedented) and returns `result`: the DYN120 select-chain fix's fixtures.
+_OBSERVER = """\
+import torch
+from torch import nn
+
+
+class Observer(nn.Module):
+    def __init__(self, momentum=0.95):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("lo", torch.zeros(1))
+        self.register_buffer("hi", torch.zeros(1))
+
+    def forward(self, x):
+        lo, hi = x.min(), x.max()
+{chain}
+        return {result}
+"""
+
+
+def range_observer(chain: str, result: str = "x") -> str:
+    body = textwrap.indent(textwrap.dedent(chain).strip("\n"), " " * 8)
+    return _OBSERVER.replace("{chain}", body).replace("{result}", result)

@@ -21,6 +21,8 @@ from dynalint.fixes.apply import fix_text
 from dynalint.fixes.base import FIX_ERRORS
 from dynalint.lint.rules import all_rules
 
+from .samples import range_observer
+
 ALL = Config(select=("ALL",))
 
 
@@ -1754,26 +1756,8 @@ def test_expert_loop_that_is_not_row_dispatch_gets_no_dense_fix(body):
     assert "einsum" not in result.text and "range(hit" not in result.text, result.text
 
 
-RANGE_INIT = """
-import torch
-from torch import nn
-
-class Observer(nn.Module):
-    def __init__(self, momentum=0.95):
-        super().__init__()
-        self.momentum = momentum
-        self.register_buffer("lo", torch.zeros(1))
-        self.register_buffer("hi", torch.zeros(1))
-
-    def forward(self, x):
-        lo, hi = x.min(), x.max()
-{chain}
-        return x
-"""
-
-
 def _range_init(chain: str) -> str:
-    return RANGE_INIT.replace("{chain}", textwrap.indent(textwrap.dedent(chain).strip("\n"), " " * 8))
+    return range_observer(chain)
 
 
 def test_tensor_if_heading_an_elif_chain_of_assignments_becomes_where_after_the_chain():

@@ -16,6 +16,7 @@ from dynalint.lint.rule import BREAKS, CLEAN, Example
 from dynalint.lint.rules import all_rules
 
 from .probes import load_example, run_probe, target_of
+from .samples import range_observer
 
 ALL = Config(select=("ALL",))
 FIXTURES = Path(__file__).parent / "fixtures" / "fixes"
@@ -353,31 +354,20 @@ def test_dense_expert_dispatch_compiles_to_one_graph_with_the_same_outputs_and_g
     torch.testing.assert_close(first(compiled(*args)), first(original(*args)))
 
 
-RANGE_OBSERVER = '''
-import torch
-from torch import nn
-
-
-class Observer(nn.Module):
-    def __init__(self, momentum=0.95):
-        super().__init__()
-        self.momentum = momentum
-        self.register_buffer("lo", torch.zeros(1))
-        self.register_buffer("hi", torch.zeros(1))
-
-    def forward(self, x):
-        lo, hi = x.min(), x.max()
-        if self.lo.min() > -1e-5 and self.hi.max() < 1e-5:
-            self.lo = self.lo + lo
-            self.hi = self.hi + hi
-        elif self.momentum == -1:
-            self.lo = torch.min(self.lo, lo)
-            self.hi = torch.max(self.hi, hi)
-        else:
-            self.lo = self.lo * self.momentum + lo * (1 - self.momentum)
-            self.hi = self.hi * self.momentum + hi * (1 - self.momentum)
-        return (x - self.lo) / (self.hi - self.lo)
-'''
+RANGE_OBSERVER = range_observer(
+    """
+    if self.lo.min() > -1e-5 and self.hi.max() < 1e-5:
+        self.lo = self.lo + lo
+        self.hi = self.hi + hi
+    elif self.momentum == -1:
+        self.lo = torch.min(self.lo, lo)
+        self.hi = torch.max(self.hi, hi)
+    else:
+        self.lo = self.lo * self.momentum + lo * (1 - self.momentum)
+        self.hi = self.hi * self.momentum + hi * (1 - self.momentum)
+    """,
+    result="(x - self.lo) / (self.hi - self.lo)",
+)
 
 
 @pytest.mark.torch
