@@ -19,6 +19,7 @@ from .debugger import debugger_fix, remove_unused_debugger_imports
 from .experts import expert_loop_fix
 from .guard import guard_fix
 from .masking import mask_fix, mask_update_fix
+from .module_to import module_to_fix
 from .numpy_math import numpy_math_fix
 from .requires_grad import requires_grad_fix
 from .scalar import item_fix
@@ -44,6 +45,7 @@ PROVIDERS = {
     "requires_grad": requires_grad_fix,  # DYN140
     "duplicate_input": duplicate_input_fix,  # DYN141
     "buffer_local": buffer_local_fix,  # DYN142
+    "module_to": module_to_fix,  # DYN203
 }
 
 for _name, _provider in PROVIDERS.items():

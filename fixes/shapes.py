@@ -167,7 +167,7 @@ def _shape_keeping_submodule(ctx: RuleContext, attr: str) -> bool:
         q = ctx.qualname(value.func) if isinstance(value, cst.Call) else None
         return q is not None and q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in SHAPE_KEEPING_MODULES
 
-    return _every_assignment(ctx, attr, judge)
+    return every_assignment(ctx, attr, judge)
 
 
 def _number_attribute(ctx: RuleContext, attr: str) -> bool:
@@ -186,10 +186,10 @@ def _number_attribute(ctx: RuleContext, attr: str) -> bool:
                 return param.default is not None and is_number(param.default) and ann_ok
         return False
 
-    return _every_assignment(ctx, attr, judge)
+    return every_assignment(ctx, attr, judge)
 
 
-def _every_assignment(ctx: RuleContext, attr: str, judge) -> bool:
+def every_assignment(ctx: RuleContext, attr: str, judge) -> bool:
     """judge(value, enclosing function) holds for every plain assignment of `self.<attr>` in the
     class of the function being walked (and there is one); augmented or unpacking stores,
     annotations without a value and `setattr` make it unknown."""

@@ -13,7 +13,7 @@ import pytest
 from dynalint.autofix import fix_source
 from dynalint.config import Config
 from dynalint.lint.rule import BREAKS, CLEAN, Example
-from dynalint.lint.rules import all_rules
+from dynalint.lint.rules import all_rules, rule_by_code
 
 from .probes import load_example, run_probe, target_of
 from .samples import range_observer
@@ -462,3 +462,24 @@ class Levels(nn.Module):
     torch._dynamo.reset()
     compiled = torch.compile(fixed, backend="eager", fullgraph=True)
     torch.testing.assert_close(compiled(feats), original(feats))
+
+
+@pytest.mark.torch
+def test_dtype_guarded_submodule_conversion_still_converts_and_compiles_to_one_graph(tmp_path):
+    import torch
+    import torch._dynamo
+
+    (example,) = [ex for ex in rule_by_code("DYN203").invalid if ex.fixed]
+    result = fix_source(example.source, "router.py", ALL, unsafe=True)
+    assert result.text == example.fixed_source, result.text
+    original = _import_text(example.source, tmp_path).Router()
+    fixed = _import_text(result.text, tmp_path).Router()
+    fixed.load_state_dict(original.state_dict())
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(fixed(x), original(x))
+    # A module in another dtype is still converted, as `.to()` always did.
+    fixed.classifier.double()
+    fixed(x)
+    assert fixed.classifier.weight.dtype == torch.float32
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(fixed, backend="eager", fullgraph=True)(x), original(x))

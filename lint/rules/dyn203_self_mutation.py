@@ -16,6 +16,13 @@ def forward(self, x):
     return self.fc(x)
 ```
 
+A submodule converted in forward, `self.classifier = self.classifier.to(self.dtype)`, is reported
+too: `Module.to()` returns the module itself, but runs the conversion on every call, and on
+torch 2.11 each call builds `nn.Parameter`s, a graph break per parameter (2.13 and 2.14.1 trace
+it). The unsafe fix converts only when a floating-point parameter or buffer has another dtype
+(`if any(t.is_floating_point() and t.dtype != self.dtype for t in [*self.classifier.parameters(),
+*self.classifier.buffers()]):`), which skips exactly the no-op conversions.
+
 ## Use instead
 Keep counters as buffers (`self.register_buffer("num_calls", torch.zeros((), dtype=torch.long))`
 and `self.num_calls.add_(1)`), or count outside the model.
@@ -24,7 +31,18 @@ and `self.num_calls.add_(1)`), or count outside the model.
 import libcst as cst
 
 from .. import fastcst
-from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
+from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext, offer_fix
+
+
+def _tests_dtypes_of(test: cst.CSTNode, attr: str, ctx) -> bool:
+    """The test reads `.dtype` and `self.<attr>.parameters()` or `.buffers()`."""
+    nodes = list(fastcst.iter_nodes(test))
+    reads_dtype = any(type(n) is cst.Attribute and n.attr.value == "dtype" for n in nodes)
+    return reads_dtype and any(
+        type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("parameters", "buffers")
+        and ctx.self_attr(n.func.value) == attr
+        for n in nodes
+    )
 
 
 class SelfMutation(Rule):
@@ -33,6 +51,7 @@ class SelfMutation(Rule):
     summary = "Mutating a Python attribute of the module (recompiles)"
     severity = "warning"
     node_types = (cst.AugAssign, cst.Assign)
+    fixable = "unsafe"
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.AugAssign:
@@ -45,10 +64,50 @@ class SelfMutation(Rule):
             if attr is None or attr in ctx.tensor_attrs:
                 continue
             reads = [n for n in _attrs_in(node.value) if ctx.self_attr(n) == attr]
+            if any(_tests_dtypes_of(test, attr, ctx) for test in ctx.enclosing_tests()):
+                continue  # converted only when a dtype differs: no change on later calls
             if reads and not ctx.is_tensor(node.value):
-                ctx.report(self, node, f"`self.{attr}` changes on every call: Dynamo guards on it and recompiles")
+                fix = offer_fix("module_to", ctx, node, self.code)
+                if fix is not None:  # `self.m = self.m.to(dtype)` on a submodule
+                    ctx.report(self, node, f"`self.{attr} = self.{attr}.to(...)` runs the conversion on every call (on some torch versions a graph break per parameter); convert only when a dtype differs, or once outside forward", fix=fix)
+                else:
+                    ctx.report(self, node, f"`self.{attr}` changes on every call: Dynamo guards on it and recompiles")
 
     invalid = (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class Router(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.dtype = torch.float32
+                    self.classifier = nn.Linear(8, 4)
+
+                def forward(self, x):
+                    self.classifier = self.classifier.to(self.dtype)  # expect: DYN203
+                    return self.classifier(x.to(self.dtype)).softmax(-1)
+            """,
+            dynamo=None,
+            why="breaks on torch 2.11 (an nn.Parameter() constructor per parameter and call); 2.13 and 2.14.1 trace it",
+            inputs="(torch.randn(3, 8),)",
+            fixed="""
+                import torch
+                from torch import nn
+
+                class Router(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.dtype = torch.float32
+                        self.classifier = nn.Linear(8, 4)
+
+                    def forward(self, x):
+                        if any(t.is_floating_point() and t.dtype != self.dtype for t in [*self.classifier.parameters(), *self.classifier.buffers()]):
+                            self.classifier = self.classifier.to(self.dtype)  # expect: DYN203
+                        return self.classifier(x.to(self.dtype)).softmax(-1)
+            """,
+        ),
         Example(
             """
             import torch
