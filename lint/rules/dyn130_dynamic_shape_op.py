@@ -38,9 +38,9 @@ over `hit.nonzero()`) gets an unsafe fix too: dense dispatch, each expert run on
 its output weighted by the token's routing weights for it (zero for the others). One graph, but
 every expert does the work for every token, so it pays where the graph breaks cost more than the
 extra expert compute (small expert counts, short sequences); verify times it. Measured on an
-H100 with Switch Transformers (8 experts, top-1): 1.9x faster where the breaks left the GPU idle
-most of the time (d_model 512, 4 layers, batch 4 x 512), 1.9x slower where it was already busy
-(d_model 1024, 8 layers, batch 8 x 1024). It is the same sum only for experts that treat tokens
+H100 with Switch Transformers (8 experts, top-1) and its other fixes: 2.2-2.7x faster where the
+breaks left the GPU idle most of the time (d_model 512, 4 layers, batch 4 x 512), 1.8x slower
+where it was already busy (d_model 1024, 8 layers, batch 8 x 1024). It is the same sum only for experts that treat tokens
 one by one (MLPs) and give finite outputs for every token; on a GPU the expert matrix products
 run on other shapes, so float32 results differ in the last bits (2e-05 there).
 """
