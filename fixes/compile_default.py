@@ -30,7 +30,7 @@ def compile_default_fix(ctx: RuleContext, stmt: cst.If, code: str = "DYN107"):
     sides = (test.left, test.right)
     # The operand that is False while Dynamo traces (`not is_compiling()`), the other undecided.
     truths = [ctx.static_truth(side) for side in sides]
-    if sorted(truths, key=str) != sorted([False, None], key=str):
+    if set(truths) != {False, None}:
         return None
     kept = sides[truths.index(None)]
     if isinstance(kept, cst.BooleanOperation) and not kept.lpar and not isinstance(kept.operator, cst.And):

@@ -49,7 +49,7 @@ from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import variable_names
 
-from .base import atom_text, delete_lines, guarded, make_fix, replace_node, source_info
+from .base import atom_text, delete_lines, guarded, make_fix, replace_node, single_small_statement, source_info
 from .buffers import store_targets
 from .imports import torch_reference
 
@@ -150,8 +150,7 @@ def _hit_assignment(info, call: cst.Call) -> Optional[tuple[cst.Assign, cst.Call
         return None
     if not isinstance(assign.targets[0].target, cst.Name):
         return None
-    line = info.parent(assign)
-    return (assign, call) if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+    return (assign, call) if single_small_statement(info.parent(assign)) is assign else None
 
 
 def _stores_and_reads(fn: cst.FunctionDef, name: str) -> tuple[list, list]:
@@ -238,9 +237,9 @@ def _is_zero(node: cst.CSTNode) -> bool:
 
 def _is_first_element(stmt: cst.CSTNode, var: str) -> bool:
     """`v = v[0]`."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+    assign = single_small_statement(stmt)
+    if not isinstance(assign, cst.Assign):
         return False
-    assign = stmt.body[0]
     target, value = assign.targets[0].target, assign.value
     return (
         len(assign.targets) == 1
@@ -261,9 +260,9 @@ def _is_first_element(stmt: cst.CSTNode, var: str) -> bool:
 
 def _where_statement(ctx: RuleContext, stmt: cst.CSTNode):
     """`a, b = torch.where(m)`: (statement, (a, b), m)."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+    assign = single_small_statement(stmt)
+    if not isinstance(assign, cst.Assign):
         return None
-    assign = stmt.body[0]
     call = assign.value
     if len(assign.targets) != 1 or not isinstance(call, cst.Call) or ctx.call_name(call) != "torch.where":
         return None
@@ -282,15 +281,16 @@ def _where_statement(ctx: RuleContext, stmt: cst.CSTNode):
 
 def _index_add(stmt: cst.CSTNode, tokens: str) -> Optional[cst.Call]:
     """`final.index_add_(0, tokens, v)` as a statement: the call."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+    expr = single_small_statement(stmt)
+    if not isinstance(expr, cst.Expr):
         return None
-    call = stmt.body[0].value
+    call = expr.value
     if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "index_add_"):
         return None
     args = call.args
     if len(args) != 3 or any(a.keyword is not None or a.star for a in args):
         return None
-    if not (isinstance(args[0].value, cst.Integer) and args[0].value.value == "0"):
+    if not _is_zero(args[0].value):
         return None
     if not (isinstance(args[1].value, cst.Name) and args[1].value.value == tokens):
         return None
@@ -302,18 +302,14 @@ def _count_skip(stmt: cst.CSTNode, tokens: str) -> bool:
     if not isinstance(stmt, cst.If) or stmt.orelse is not None:
         return False
     body = stmt.body.body
-    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
-        return False
-    if not isinstance(body[0].body[0], cst.Continue):
+    if len(body) != 1 or not isinstance(single_small_statement(body[0]), cst.Continue):
         return False
     test = stmt.test
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)):
         return False
-    zero = test.comparisons[0].comparator
-    if not (isinstance(zero, cst.Integer) and zero.value == "0"):
+    if not _is_zero(test.comparisons[0].comparator):
         return False
-    left = test.left
-    code = cst.Module([]).code_for_node(left)
+    code = cst.Module([]).code_for_node(test.left)
     return code in (f"{tokens}.shape[0]", f"{tokens}.numel()", f"len({tokens})", f"{tokens}.size(0)")
 
 
@@ -405,7 +401,7 @@ def _weighted(value: cst.BaseExpression, between: list, weight_ids: set) -> bool
         if not binding:
             return False
         last = between[binding[-1]]
-        assign = last.body[0] if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 else None
+        assign = single_small_statement(last)
         if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)):
             return False
         value = _peel(assign.value)

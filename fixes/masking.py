@@ -33,14 +33,15 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import UNSAFE
+from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.kinds import Kind
 from dynalint.lint.rule import RuleContext
-
 from dynalint.lint.variables import variable_names
 
 from .base import SourceInfo, atom_text, guarded, make_fix, replace_node, source_info
 from .imports import torch_reference
 from .purity import is_number, pure
+from .where import occurs_in
 
 ELEMENTWISE = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
@@ -179,7 +180,7 @@ def mask_update_fix(ctx: RuleContext, node: cst.Subscript, code: str = "DYN130")
     mask, values, update = node.slice[0].slice.value, node.value, aug.value
     if not (pure(values, ctx) and pure(mask, ctx) and pure(update, ctx)):
         return None
-    if _reads_expression(update, values) or _selects(update, ctx):
+    if occurs_in(values, update) or _selects(update, ctx):
         return None
     same_shape = _elementwise_mask_of(ctx, mask, values)
     mask_name = None
@@ -211,16 +212,8 @@ def mask_update_fix(ctx: RuleContext, node: cst.Subscript, code: str = "DYN130")
     return guarded(code, generate)
 
 
-def _reads_expression(root: cst.CSTNode, expr: cst.CSTNode) -> bool:
-    from dynalint.lint.fastcst import iter_nodes
-
-    return any(n.deep_equals(expr) for n in iter_nodes(root) if type(n) is type(expr))
-
-
 def _selects(root: cst.CSTNode, ctx: RuleContext) -> bool:
     """root indexes something with a boolean mask or calls a data-dependent-shape operator."""
-    from dynalint.lint.fastcst import iter_nodes
-
     for n in iter_nodes(root):
         if isinstance(n, cst.Subscript) and any(
             isinstance(el.slice, cst.Index) and ctx.kind(el.slice.value) == Kind.BOOL_TENSOR for el in n.slice

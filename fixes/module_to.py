@@ -86,24 +86,15 @@ def _is_dtype(ctx: RuleContext, node: cst.BaseExpression) -> bool:
 
 
 def _is_nn_module(ctx: RuleContext, attr: str) -> bool:
+    """Every assignment of `self.<attr>` in the class builds a torch.nn module, or is the
+    `self.<attr> = self.<attr>.to(...)` itself (it keeps whatever the attribute was)."""
+
     def judge(value, fn):
-        q = ctx.qualname(value.func) or "" if isinstance(value, cst.Call) else ""
+        if not isinstance(value, cst.Call):
+            return False
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value == "to" and ctx.self_attr(value.func.value) == attr:
+            return True
+        q = ctx.qualname(value.func) or ""
         return q.startswith("torch.nn.") and ".functional." not in q and q.rsplit(".", 1)[-1][:1].isupper()
 
-    return every_assignment(ctx, attr, _module_or_self_to(ctx, attr, judge))
-
-
-def _module_or_self_to(ctx: RuleContext, attr: str, judge):
-    """Assignments `self.m = self.m.to(...)` keep whatever self.m was: they count as agreeing."""
-
-    def combined(value, fn):
-        if (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value == "to"
-            and ctx.self_attr(value.func.value) == attr
-        ):
-            return True
-        return judge(value, fn)
-
-    return combined
+    return every_assignment(ctx, attr, judge)

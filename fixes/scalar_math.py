@@ -23,7 +23,6 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import UNSAFE
-from dynalint.lint.kinds import Kind
 from dynalint.lint.rule import RuleContext
 
 from .base import atom_text, guarded, make_fix, replace_node, source_info
@@ -66,14 +65,16 @@ def python_math_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN110"):
         if local is None and plan["needs_math"]:
             local = "math"
             edits.append(import_module_edit(info, positions, "math"))
-        text = _render(info, positions, value, local or "math")
+        text = _render(info, positions, value, plan["calls"], local or "math")
         return make_fix(UNSAFE, "Do the math in Python instead of on a one-number tensor", edits + [replace_node(positions, replaced, text)])
 
     return guarded(code, generate)
 
 
 def _plan(ctx: RuleContext, node: cst.BaseExpression) -> Optional[dict]:
-    plan = {"factories": 0, "needs_math": False}
+    """What each call of node is, by id: ("factory", its number) or (function, operand); None
+    when node is not all numbers, factories, listed functions and arithmetic."""
+    plan = {"factories": 0, "needs_math": False, "calls": {}}
 
     def walk(n) -> bool:
         if isinstance(n, (cst.Integer, cst.Float)):
@@ -89,17 +90,16 @@ def _plan(ctx: RuleContext, node: cst.BaseExpression) -> Optional[dict]:
             if not _number_factory(ctx, n):
                 return False
             plan["factories"] += 1
+            plan["calls"][id(n)] = ("factory", next(a.value for a in n.args if a.keyword is None))
             return True
-        operand = None
         if name.startswith("torch.") and name[6:] in FUNCTIONS and len(n.args) == 1 and n.args[0].keyword is None:
-            func, operand = name[6:], n.args[0].value
-        elif isinstance(n.func, cst.Attribute) and n.func.attr.value in FUNCTIONS and not n.args:
-            func, operand = n.func.attr.value, n.func.value
-        elif isinstance(n.func, cst.Attribute) and n.func.attr.value == "neg" and not n.args:
-            return walk(n.func.value)
-        if operand is None:
+            func, operand = name[6:], n.args[0].value  # torch.log2(x)
+        elif isinstance(n.func, cst.Attribute) and n.func.attr.value in (*FUNCTIONS, "neg") and not n.args:
+            func, operand = n.func.attr.value, n.func.value  # x.log2(), x.neg()
+        else:
             return False
-        plan["needs_math"] |= FUNCTIONS[func][1]
+        plan["needs_math"] |= func != "neg" and FUNCTIONS[func][1]
+        plan["calls"][id(n)] = (func, operand)
         return walk(operand)
 
     return plan if walk(node) else None
@@ -115,45 +115,38 @@ def _number_factory(ctx: RuleContext, call: cst.Call) -> bool:
     number = positional[0].value
     if isinstance(number, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Set, cst.Dict)):
         return False
-    return ctx.kind(number) not in (Kind.TENSOR, Kind.BOOL_TENSOR) and not ctx.is_tensor(number) and not ctx.is_numpy(number)
+    return not ctx.is_tensor(number) and not ctx.is_numpy(number)
 
 
-def _render(info, positions, n, math: str) -> str:
-    """Python text for n; operands of operators are parenthesised unless atomic."""
+def _render(info, positions, n, calls: dict, math: str) -> str:
+    """Python text for n (calls: `_plan`'s); operands of operators are parenthesised unless atomic."""
     if isinstance(n, (cst.Integer, cst.Float)):
         return info.text(positions, n)
     if isinstance(n, cst.UnaryOperation):
-        return ("-" if isinstance(n.operator, cst.Minus) else "+") + _operand(info, positions, n.expression, math)
+        return ("-" if isinstance(n.operator, cst.Minus) else "+") + _operand(info, positions, n.expression, calls, math)
     if isinstance(n, cst.BinaryOperation):
         op = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.Power: "**"}[type(n.operator)]
-        return f"{_operand(info, positions, n.left, math)} {op} {_operand(info, positions, n.right, math)}"
-    positional = [a.value for a in n.args if a.keyword is None]
-    if isinstance(n.func, cst.Attribute) and not n.args and n.func.attr.value in (*FUNCTIONS, "neg"):
-        func, operand = n.func.attr.value, n.func.value  # x.log2()
-    elif isinstance(n.func, cst.Attribute) and len(n.args) == 1 and n.func.attr.value in FUNCTIONS:
-        func, operand = n.func.attr.value, positional[0]  # torch.log2(x)
-    else:  # the factory: its number
-        return info.text(positions, positional[0])
+        return f"{_operand(info, positions, n.left, calls, math)} {op} {_operand(info, positions, n.right, calls, math)}"
+    func, operand = calls[id(n)]
+    if func == "factory":
+        return info.text(positions, operand)
     if func == "neg":
-        return "-" + _operand(info, positions, operand, math)
+        return "-" + _operand(info, positions, operand, calls, math)
     name, in_math = FUNCTIONS[func]
-    return f"{math + '.' if in_math else ''}{name}({_render(info, positions, operand, math)})"
+    return f"{math + '.' if in_math else ''}{name}({_render(info, positions, operand, calls, math)})"
 
 
-ATOMS = (cst.Name, cst.Attribute, cst.Subscript, cst.Integer, cst.Float)
+ATOMS = (cst.Name, cst.Attribute, cst.Subscript, cst.Integer, cst.Float, cst.Call)
 
 
-def _operand(info, positions, n, math: str) -> str:
-    """n's text as an operand: parenthesised unless it renders to an atom or a call."""
-    text = _render(info, positions, n, math)
+def _operand(info, positions, n, calls: dict, math: str) -> str:
+    """n's text as an operand: parenthesised unless it renders to an atom or a call (`-x` and a
+    factory's non-atomic number, `torch.tensor(a - b)`, are not)."""
+    text = _render(info, positions, n, calls, math)
     if isinstance(n, (cst.BinaryOperation, cst.UnaryOperation)):
         return f"({text})"
     if isinstance(n, cst.Call):
-        inner = n
-        while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "neg":
-            return f"({text})"
-        positional = [a.value for a in inner.args if a.keyword is None]
-        is_factory = not (isinstance(inner.func, cst.Attribute) and inner.func.attr.value in FUNCTIONS)
-        if is_factory and positional and not isinstance(positional[0], (*ATOMS, cst.Call)):
+        func, operand = calls[id(n)]
+        if func == "neg" or func == "factory" and not isinstance(operand, ATOMS):
             return f"({text})"
     return text

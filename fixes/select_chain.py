@@ -49,6 +49,7 @@ from .base import atom_text, comments_within, guarded, make_fix, source_info
 from .imports import torch_reference
 from .purity import pure
 from .shapes import same_shape_and_dtype
+from .where import definite_tensor_test
 
 
 # Tests of more operands get no fix (each operand is reported and would walk the whole chain).
@@ -98,7 +99,7 @@ def chain_select_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str =
         for a, key in zip(first, targets):
             other = last[key]
             # Values computed from names the arm assigned before are not comparable: refuse.
-            if _reads(other.value, [_target_key(x) for x in arm if x is not other and arm.index(x) < arm.index(other)]):
+            if _reads(other.value, [_target_key(x) for x in arm[: arm.index(other)]]):
                 return None
             if not same_shape_and_dtype(a.value, other.value, ctx):
                 return None
@@ -121,7 +122,6 @@ def chain_select_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str =
             condition = joiner.join(atom_text(info, positions, o) for o in operands)
         else:
             condition = info.text(positions, stmt.test)
-        # Comments of the `if` line and the first arm go above the code that replaces them.
         # The comment of the `if` line stays on the test's line, the first arm's go above.
         body_start = positions[stmt.body.body[0]].start
         on_if_line = comments_within(positions, stmt, rng.start, body_start)
@@ -162,8 +162,6 @@ def _operands(test: cst.BaseExpression) -> Optional[list]:
 
 
 def _tensor_condition(node: cst.BaseExpression, ctx: RuleContext) -> bool:
-    from .where import definite_tensor_test
-
     if isinstance(node, cst.Comparison):
         return len(node.comparisons) == 1 and definite_tensor_test(node, ctx)
     return definite_tensor_test(node, ctx) and ctx.is_tensor(node)
@@ -205,22 +203,16 @@ def _reads(node: cst.CSTNode, keys) -> bool:
 
 def _rest_arms(orelse, ctx: RuleContext) -> Optional[list]:
     """Each remaining arm's assignments; the `elif` tests must be pure Python values."""
-    arms = []
-    while orelse is not None:
-        if isinstance(orelse, cst.Else):
-            arm = _assignments(orelse.body)
-            if not arm:
-                return None
-            arms.append(arm)
-            return arms
+    blocks = []
+    while isinstance(orelse, cst.If):
         if ctx.is_tensor(orelse.test) or not pure(orelse.test, ctx):
             return None
-        arm = _assignments(orelse.body)
-        if not arm:
-            return None
-        arms.append(arm)
+        blocks.append(orelse.body)
         orelse = orelse.orelse
-    return None  # no final `else`: a target may keep no value at all
+    if orelse is None:
+        return None  # no final `else`: a target may keep no value at all
+    arms = [_assignments(block) for block in blocks + [orelse.body]]
+    return arms if all(arms) else None
 
 
 def _rest_lines(info, positions, stmt: cst.If, indent: str) -> list:

@@ -155,7 +155,7 @@ def _calls_to_hoist(expr: cst.BaseExpression, other: cst.BaseExpression, ctx: Ru
     an impure part is evaluated conditionally (`and`, `or`, `if`), which no hoisting keeps."""
     if pure(expr, ctx):
         return []
-    if isinstance(expr, cst.Call) and _occurs_in(expr, other):
+    if isinstance(expr, cst.Call) and occurs_in(expr, other):
         return [expr]
     parts = _evaluated_parts(expr)
     if parts is None:
@@ -201,7 +201,8 @@ def _evaluated_parts(node: cst.BaseExpression) -> Optional[list]:
     return None
 
 
-def _occurs_in(node: cst.CSTNode, root: cst.CSTNode) -> bool:
+def occurs_in(node: cst.CSTNode, root: cst.CSTNode) -> bool:
+    """Is an expression equal to node (same code) somewhere under root?"""
     stack = [root]
     while stack:
         cur = stack.pop()
