@@ -67,3 +67,29 @@ def test_launch_bound_gpu_calls_are_flagged():
     assert any("(before)" in w for w in fixed["warnings"]) and fixed["verdict"] == stats.FASTER
     assert stats.launch_bound(1.0, 0.3) and not stats.launch_bound(1.0, 0.9) and not stats.launch_bound(1.0, None)
     assert stats.launch_bound(0.01, None)
+
+
+def test_a_slower_fix_is_said_plainly():
+    from dynalint.verify.report import speedup_line
+
+    before, after = _rounds(1.0, 0.01), _rounds(1.8, 0.01, seed=2)
+    c = stats.compare(before, after)
+    assert c["verdict"] == stats.SLOWER
+    arms = {"before": stats.summary(before), "after": stats.summary(after)}
+    line = speedup_line({"verdict": stats.SLOWER, "speedup": c["speedup"], "speedup_ci": c["ci"], "arms": arms})
+    b, a = arms["before"], arms["after"]
+    assert line == (f"The fixed code is SLOWER: {c['speedup']:.2f}x (95% interval {c['ci'][0]:.2f}-{c['ci'][1]:.2f}); "
+                    f"compiled median {a['median_ms']:.3g} ms after, {b['median_ms']:.3g} ms before; spread (IQR) "
+                    f"{a['q1_ms']:.3g}-{a['q3_ms']:.3g} ms after, {b['q1_ms']:.3g}-{b['q3_ms']:.3g} ms before.")
+    assert line.startswith("The fixed code is SLOWER: 0.5")
+    faster = stats.compare(after, before)
+    assert speedup_line({"verdict": faster["verdict"], "speedup": faster["speedup"], "speedup_ci": faster["ci"]}) \
+        .startswith("Speedup of the fixes: 1.")
+
+
+def test_too_few_rounds_give_no_verdict():
+    # One round makes an interval of width 0: "slower" from it would be a coin toss (migrate reverts on it).
+    one = stats.assess(_timing([1.0], [1.5]))
+    assert one["verdict"] == stats.CANNOT and any("1 round (a verdict needs at least 5" in w for w in one["warnings"])
+    five = stats.assess(_timing(_rounds(1.0, 0.01, n=5), _rounds(1.5, 0.01, n=5, seed=2)))
+    assert five["verdict"] == stats.SLOWER

@@ -147,7 +147,43 @@ def run_eager(spec: dict, p: Prepared, fresh, result: dict) -> None:
     if spec.get("reference_dir"):
         ref = torch.load(os.path.join(spec["reference_dir"], "outputs.pt"), weights_only=False)
         match, diff, why = M.compare(ref, leaves)
-        result.update(outputs_match=match, max_abs_diff=diff, outputs_mismatch=why or None)
+        result.update(outputs_match=match, max_abs_diff=diff, outputs_mismatch=why or None,
+                      outputs_status="equal" if match else "differ")
+        if not match and len(ref) == len(leaves):
+            judge_rounding(spec, p, fresh, ref, leaves, result)
+
+
+def judge_rounding(spec: dict, p: Prepared, fresh, reference: list, leaves: list, result: dict) -> None:
+    """Outputs assert_close rejects: rounding, or a real difference? The original (built again from
+    `pair_with`) and the fixed code run once more in float64 (see `dynalint.verify.outputs`)."""
+    import torch
+
+    from dynalint.verify import outputs as O
+
+    seed = int(spec.get("seed", 0))
+    try:
+        if spec.get("pair_with") is None:
+            raise StageError("outputs", "the original code is not at hand in this run")
+        fixed = fresh()
+        if fixed is p.fn and isinstance(fixed, torch.nn.Module):
+            raise StageError("outputs", "the module cannot be copied")
+        original = _baseline(spec, p, result.get("target_kind"), spec["target"])
+        truth = O.run_double(original, p.args, p.kwargs, seed)
+        del original
+        actual64 = O.run_double(fixed, p.args, p.kwargs, seed)
+        del fixed
+    except (StageError, *USER_ERRORS) as exc:
+        why = exc.message if isinstance(exc, StageError) else describe(exc)
+        result["outputs_judgement"] = O._differ(result.get("max_abs_diff"), f"no float64 run to tell rounding from a "
+                                                f"real difference ({why}); {result.get('outputs_mismatch') or ''}".rstrip("; "))
+        return
+    finally:
+        if p.device == "cuda":
+            torch.cuda.empty_cache()
+    judged = O.judge(reference, leaves, truth, actual64)
+    result["outputs_judgement"] = judged
+    if judged["status"] == O.WITHIN_ROUNDING:
+        result.update(outputs_match=True, outputs_status=O.WITHIN_ROUNDING)
 
 
 def run_dynamo(spec: dict, p: Prepared, fresh, result: dict) -> None:

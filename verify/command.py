@@ -1,8 +1,9 @@
 """`dynalint verify TARGET`: prove a fix with Dynamo (graphs, outputs, timing).
 
-Exit codes: 0 verified (outputs match), 1 the fixed code's outputs differ from the original's (or,
-with --fullgraph, the code as it is does not compile to one graph without recompiles), 2 usage
-error or a failure of the code under test (one line; the traceback with --verbose).
+Exit codes: 0 verified (outputs match, or equal within float rounding), 1 the fixed code's outputs
+differ from the original's (or, with --fullgraph, the code as it is does not compile to one graph
+without recompiles), 2 usage error or a failure of the code under test (one line; the traceback
+with --verbose).
 """
 
 from __future__ import annotations

@@ -158,12 +158,19 @@ _TIMING_HEADER = ["", "median ms", "IQR ms", "compile s"]
 
 
 def speedup_line(t: dict) -> Optional[str]:
-    """`Speedup of the fixes: 1.31x (95% interval 1.27-1.36): faster` (None without a pair)."""
+    """`Speedup of the fixes: 1.31x (95% interval 1.27-1.36): faster`; a slowdown as `The fixed code
+    is SLOWER: 0.55x (95% interval ...); compiled median ...; spread (IQR) ...` (None without a pair)."""
     if t.get("verdict") is None:
         return None
     if t["verdict"] == "cannot measure" or t.get("speedup") is None:
         return "Speedup of the fixes: cannot measure (see the warnings)."
     lo, hi = t["speedup_ci"]
+    if t["verdict"] == "slower":
+        from dynalint.verify.stats import slower_text
+
+        arms = t.get("arms") or {}
+        return (f"The fixed code is {slower_text(t['speedup'], t['speedup_ci'], arms.get('before'), arms.get('after'))}"
+                ".").replace("is slower", "is SLOWER", 1)
     return f"Speedup of the fixes: {t['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}): {t['verdict']}."
 
 
@@ -178,12 +185,9 @@ def _timing_footer(report: dict) -> list[str]:
 
 
 def _outputs_line(report: dict) -> str:
-    diff = report.get("max_abs_diff")
-    diff_text = "n/a" if diff is None else f"{diff:.3g}"
-    if report["outputs_match"]:
-        return f"Outputs match (max abs diff {diff_text})."
-    why = report.get("outputs_mismatch") or ""
-    return f"Outputs DIFFER (max abs diff {diff_text}). {why}".rstrip()
+    from dynalint.verify.outputs import describe
+
+    return describe(report, capital=True) + "."
 
 
 def _timing_caption(report: dict) -> str:

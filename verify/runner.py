@@ -24,12 +24,16 @@ Spec keys (all but `target` optional):
     source_override     {"path/to/file.py": "text"}: imports of these files get this text
     save_dir            write inputs.pt, state_dict.pt, outputs.pt there
     reference_dir       read inputs and state_dict from there, compare outputs with its outputs.pt
+    pair_with           {"path/to/file.py": "original text"}: the original of each overridden or
+                        rewritten file, to time both versions interleaved and to judge outputs
+                        assert_close rejects in float64
     trace               record executed lines of the model's files (default True)
     eval                call module.eval() (default True)
 
 Result keys: graph_count, graph_break_count, break_reasons [{reason, filename, lineno}],
-recompiles (with second inputs), outputs_digest, outputs_match / max_abs_diff (with
-reference_dir), timing {device, eager_ms, compiled_ms, compile_s, ...}, executed_lines,
+recompiles (with second inputs), outputs_digest, outputs_match / max_abs_diff / outputs_status /
+outputs_judgement (with reference_dir; float64 runs judge rounding where `pair_with` gives the
+original's texts, see `dynalint.verify.outputs`), timing {device, eager_ms, compiled_ms, compile_s, ...}, executed_lines,
 model_files, module_classes, target_kind, torch, device, device_name, error, error_kind,
 traceback, output (the child's stdout/stderr tail, on error).
 """
@@ -406,6 +410,9 @@ def verify(
         "outputs_match": after["outputs_match"] if after else True,
         "max_abs_diff": after["max_abs_diff"] if after else 0.0,
         "outputs_mismatch": (after or {}).get("outputs_mismatch"),
+        # "equal", "within rounding" (assert_close rejects, float64 runs show rounding) or "differ".
+        "outputs_status": (after or {}).get("outputs_status") or ("equal" if not after or after["outputs_match"] else "differ"),
+        "outputs_judgement": (after or {}).get("outputs_judgement"),
         "timing": _timing_view(timed, device, paired=bool(overrides)),
     }
     report["fixes_verified"] = sum(1 for f in report["fixes"] if f["traced"]) if report["outputs_match"] else 0

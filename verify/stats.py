@@ -9,7 +9,7 @@ Verdict (from the interval, never from the median alone):
 - "faster"  the whole interval of before/after is above 1 + MIN_EFFECT
 - "slower"  the whole interval is below 1 / (1 + MIN_EFFECT)
 - "no measurable difference" otherwise (the interval reaches into the +-MIN_EFFECT band)
-- "cannot measure" when the rounds are too noisy to say anything (see `noisy`)
+- "cannot measure" when the rounds are too noisy to say anything, or too few (see `noisy`)
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ MAX_REL_CI = 0.3
 # independent rounds): only a narrow interval is trusted there.
 MAX_REL_CI_LOADED = 0.1
 BOOTSTRAP = 2000
+# Fewer paired rounds than this give no interval worth a verdict (one round: an interval of width 0).
+MIN_VERDICT_ROUNDS = 5
 # Launch-bound on a GPU: the GPU ran kernels for less than this fraction of a call's time (it
 # waited for Python and launches; read from a profiled pass after timing), or a call takes less
 # than LAUNCH_BOUND_US. The host's issue time is no test: a model that syncs (`.item()`, a graph
@@ -85,6 +87,9 @@ def noisy(arms: dict[str, dict], ratio: Optional[dict], is_loaded: bool = False)
     for name, s in arms.items():
         if s.get("rel_iqr") is not None and s["rel_iqr"] > MAX_REL_IQR:
             why.append(f"{name}: the middle half of the rounds spans {s['rel_iqr']:.0%} of the median")
+    if ratio and ratio.get("rounds") is not None and ratio["rounds"] < MIN_VERDICT_ROUNDS:
+        why.append(f"{ratio['rounds']} round{'s' if ratio['rounds'] != 1 else ''} (a verdict needs at least "
+                   f"{MIN_VERDICT_ROUNDS}: raise --repeat)")
     if ratio and ratio["speedup"] > 0:
         width = (ratio["ci"][1] - ratio["ci"][0]) / ratio["speedup"]
         if width > max_ci:
@@ -98,7 +103,21 @@ def compare(before: Sequence[float], after: Sequence[float], seed: int = 0) -> d
     if not ratios:
         return {"speedup": None, "ci": None, "verdict": CANNOT}
     ci = bootstrap_ci(ratios, seed)
-    return {"speedup": median(ratios), "ci": [ci[0], ci[1]], "verdict": verdict(ci)}
+    return {"speedup": median(ratios), "ci": [ci[0], ci[1]], "verdict": verdict(ci), "rounds": len(ratios)}
+
+
+def slower_text(speedup: Optional[float], ci: Optional[Sequence[float]], before: Optional[dict],
+                after: Optional[dict]) -> str:
+    """`slower: 0.55x (95% interval 0.53-0.57); compiled median 1.80 ms after, 0.99 ms before;
+    spread (IQR) 1.78-1.83 ms after, 0.98-1.00 ms before`: a "slower" verdict said plainly."""
+    text = "slower" + (f": {speedup:.2f}x" if speedup is not None else "")
+    if ci:
+        text += f" (95% interval {ci[0]:.2f}-{ci[1]:.2f})"
+    if before and after:
+        text += (f"; compiled median {after['median_ms']:.3g} ms after, {before['median_ms']:.3g} ms before; "
+                 f"spread (IQR) {after['q1_ms']:.3g}-{after['q3_ms']:.3g} ms after, "
+                 f"{before['q1_ms']:.3g}-{before['q3_ms']:.3g} ms before")
+    return text
 
 
 def machine_load() -> Optional[dict]:

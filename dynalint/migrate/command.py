@@ -45,6 +45,7 @@ class MigrateOptions:
     report_dir: Path = Path("dynalint-report")
     unsafe_fixes: bool = False
     try_settings: bool = False  # also try Dynamo settings on models that still break
+    keep_slower: bool = False  # keep fixes that make a model measurably slower
     allow_dirty: bool = False
     measure: MeasureOptions = field(default_factory=MeasureOptions)  # device, backend, rounds, timeout
     sys_path: list[Path] = field(default_factory=list)
@@ -274,7 +275,7 @@ def verify_step(opts: MigrateOptions, files, before: Linted, fix: FixStep, confi
     measurer = Measurer(measure, visible_gpus(options.device) if measure is None else [], options.timeout)
     step(3, f"verify: {plural(len(entries), 'model')} on device {options.device}")
     verifier = ModelVerifier(Tree(dict(fix.originals)), code, state, options, str(opts.models),
-                             list(dict.fromkeys(sys_path)), measurer, progress)
+                             list(dict.fromkeys(sys_path)), measurer, progress, keep_slower=opts.keep_slower)
     runs = verifier.run(entries)
     if opts.try_settings:
         verifier.try_settings(runs)
@@ -316,15 +317,17 @@ def _with_models_file(files, summaries, models: Path, config):
 @click.option("--try-settings", is_flag=True,
               help="Also try Dynamo settings (capture_scalar_outputs, ...) on models that still break; suggest one "
                    "that lowers the breaks with outputs equal.")
+@click.option("--keep-slower", is_flag=True,
+              help="Keep fixes that make a model measurably slower compiled (by default they are reverted).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings, reverts or failing models are left.")
 @click.help_option("-h", "--help")
 def migrate(path, models, unsafe_fixes, device, report_dir, allow_dirty, backend, repeat, warmup, no_timing, seed,
-            timeout, sys_path, config_file, try_settings, exit_zero):
+            timeout, sys_path, config_file, try_settings, keep_slower, exit_zero):
     """Migrate PATH to torch.compile: lint, fix, verify the fixes on the models of MODELS.py, report."""
     opts = MigrateOptions(path=path, models=models, report_dir=report_dir, unsafe_fixes=unsafe_fixes,
                           allow_dirty=allow_dirty, measure=MeasureOptions(device=device, backend=backend, repeat=repeat,
                           warmup=warmup, timing=not no_timing, seed=seed, timeout=timeout), sys_path=list(sys_path),
-                          config_file=config_file, try_settings=try_settings)
+                          config_file=config_file, try_settings=try_settings, keep_slower=keep_slower)
     try:
         code = run_migration(opts)
     except MigrateError as exc:

@@ -117,10 +117,17 @@ def models_table(data: dict) -> tuple[list[str], list[list[str]]]:
     for m in data["models"]:
         rows.append([m["name"], m["status"], _graphs(m["before"], "graph_count"), _graphs(m["after"], "graph_count"),
                      _graphs(m["before"], "graph_break_count"), _graphs(m["after"], "graph_break_count"),
-                     fmt(m["outputs_match"]), fmt(m["eager_ms"]), fmt(m["compiled_before_ms"]),
+                     outputs_cell(m), fmt(m["eager_ms"]), fmt(m["compiled_before_ms"]),
                      fmt(m["compiled_after_ms"]), speedup(m["speedup_before"]), speedup(m["speedup_after"]),
                      fix_speedup(m), "; ".join(m.get("timing_warnings") or ()) or "-"])
     return head, rows
+
+
+def outputs_cell(m: dict) -> str:
+    """`yes`, `within float32 rounding (max diff 2e-05; the original's own error 3e-05)`, `no`."""
+    if m.get("outputs_status") == "within rounding":
+        return (m.get("outputs") or "").replace("outputs equal ", "", 1)
+    return fmt(m["outputs_match"])
 
 
 def fix_speedup(m: dict) -> str:
@@ -132,7 +139,8 @@ def fix_speedup(m: dict) -> str:
         return "-"
     ci = m.get("fix_speedup_ci")
     interval = f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else ""
-    return f"{m['fix_speedup']:.2f}x{interval}" + (f" {verdict}" if verdict else "")
+    kept = " (kept: --keep-slower)" if m.get("kept_slower") else ""
+    return f"{m['fix_speedup']:.2f}x{interval}" + (f" {verdict}" if verdict else "") + kept
 
 
 def files_table(data: dict) -> tuple[list[str], list[list[str]]]:
@@ -197,7 +205,8 @@ def _summary_lines(data: dict) -> list[str]:
     findings = (f"{s['files']} files linted, {s['findings_before']} findings before and {s['findings_after']} after; "
                 f"{s['fixed']} fixed, {s.get('fixed_traced', s['fixed'])} of them verified on lines Dynamo traced, {s['fixes_reverted']} reverted, {s['kept']} kept.")
     command = (f"Command: `dynalint migrate {cmd['path']} --models {cmd['models']}` (device {cmd['device']}, backend "
-               f"{cmd['backend']}, repeat {cmd['repeat']}{', unsafe fixes' if cmd['unsafe_fixes'] else ''}); "
+               f"{cmd['backend']}, repeat {cmd['repeat']}{', unsafe fixes' if cmd['unsafe_fixes'] else ''}"
+               f"{', --keep-slower' if cmd.get('keep_slower') else ''}); "
                f"torch {env.get('torch') or '?'} on {env.get('device_name') or env.get('device') or '?'}; "
                f"{data['seconds']} s; git {(data.get('git_head') or 'none')[:12]}.")
     return [findings, f"{s['models']} models: {by_status}.", command]

@@ -182,6 +182,8 @@ def model_row(run) -> dict:
         "same_code": run.same_code, "problem": run.failure(), "before": graphs(before),
         "after": graphs(after) if run.after is not None else None,
         "outputs_match": after.get("outputs_match"), "max_abs_diff": after.get("max_abs_diff"),
+        "outputs_status": _outputs_status(after), "outputs": _outputs_text(after),
+        "kept_slower": run.kept_slower(),
         "eager_ms": eager, "compiled_before_ms": compiled_before, "compiled_after_ms": compiled_after,
         "compile_before_s": tb.get("compile_s"), "compile_after_s": ta.get("compile_s"),
         "speedup_before": _ratio(eager, tb.get("compiled_ms")),
@@ -193,6 +195,19 @@ def model_row(run) -> dict:
         "reverted": run.reverted, "trials": run.trials, "settings_tried": run.settings,
         "error": before.get("error") or after.get("error"),
     }
+
+
+def _outputs_status(after: dict) -> Optional[str]:
+    from dynalint.verify.outputs import status_of
+
+    return status_of(after) if after.get("outputs_match") is not None else None
+
+
+def _outputs_text(after: dict) -> Optional[str]:
+    """`outputs match (max abs diff 0)`, `outputs equal within float32 rounding (...)`, `outputs differ ...`."""
+    from dynalint.verify.outputs import describe
+
+    return describe(after) if after.get("outputs_match") is not None else None
 
 
 def _why_kept(f: dict) -> str:
@@ -257,7 +272,7 @@ def build_report(result: MigrationResult) -> dict:
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(result.seconds, 1),
         "command": {"path": str(opts.path), "models": str(opts.models), "unsafe_fixes": opts.unsafe_fixes,
-                    **opts.measure.key()},
+                    "keep_slower": getattr(opts, "keep_slower", False), **opts.measure.key()},
         "git_head": head_commit(opts.path),
         "environment": {"torch": first.get("torch"), "device": first.get("device"),
                         "device_name": first.get("device_name")},

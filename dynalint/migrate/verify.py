@@ -147,8 +147,11 @@ def _default_measure() -> Callable:
 # Judging
 
 
-def revert_reason(before: dict, after: Optional[dict]) -> Optional[str]:
-    """Why the fixed code is worse than the original on this model (None: it is not)."""
+def revert_reason(before: dict, after: Optional[dict], keep_slower: bool = False) -> Optional[str]:
+    """Why the fixed code is worse than the original on this model (None: it is not).
+
+    Outputs equal within float rounding (see `dynalint.verify.outputs`) are equal. A fixed version
+    measurably slower than the original (`slower_reason`) is worse unless `keep_slower`."""
     if after is None:
         return None
     if after.get("error"):
@@ -156,12 +159,27 @@ def revert_reason(before: dict, after: Optional[dict]) -> Optional[str]:
     if after.get("outputs_match") is False:
         diff = after.get("max_abs_diff")
         detail = f"max abs diff {diff:.3g}" if isinstance(diff, (int, float)) else (after.get("outputs_mismatch") or "")
-        return f"outputs differ ({detail})" if detail else "outputs differ"
+        why = (after.get("outputs_judgement") or {}).get("why")
+        return (f"outputs differ ({detail})" if detail else "outputs differ") + (f": {why}" if why else "")
     if after.get("graph_count", 0) > before.get("graph_count", 0):
         return f"more graphs ({before.get('graph_count')} before, {after.get('graph_count')} after)"
     if after.get("graph_break_count", 0) > before.get("graph_break_count", 0):
         return f"more graph breaks ({before.get('graph_break_count')} before, {after.get('graph_break_count')} after)"
+    if not keep_slower:
+        return slower_reason(after)
     return None
+
+
+def slower_reason(after: Optional[dict]) -> Optional[str]:
+    """`slower: 0.55x (...)` where the 'after' child timed the fixed version measurably slower than
+    the original (interleaved rounds, verdict "slower" from `dynalint.verify.stats`), else None."""
+    from dynalint.verify.stats import SLOWER, slower_text
+
+    t = (after or {}).get("timing") or {}
+    if t.get("verdict") != SLOWER:
+        return None
+    c, arms = t.get("compare") or {}, t.get("arms") or {}
+    return slower_text(c.get("speedup"), c.get("ci"), arms.get("before"), arms.get("after"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,6 +201,7 @@ class ModelRun:
     reverted: list[dict] = field(default_factory=list)  # [{file, reason}] reverted because of this model
     trials: list[dict] = field(default_factory=list)
     settings: Optional[list[dict]] = None  # Dynamo settings tried on the fixed code (--try-settings)
+    keep_slower: bool = False  # keep fixes that make it measurably slower (--keep-slower)
 
     @property
     def name(self) -> str:
@@ -194,7 +213,11 @@ class ModelRun:
         return self.before is None or bool(self.before.get("error"))
 
     def failure(self) -> Optional[str]:
-        return None if self.broken else revert_reason(self.before, self.after)
+        return None if self.broken else revert_reason(self.before, self.after, self.keep_slower)
+
+    def kept_slower(self) -> Optional[str]:
+        """The slowdown kept by --keep-slower (None: none, or it was not kept)."""
+        return slower_reason(self.after) if self.keep_slower and not self.broken and not self.failure() else None
 
     def status(self) -> str:
         if self.broken:
@@ -216,7 +239,8 @@ class ModelVerifier:
 
     def __init__(self, tree: Tree, code: CodeMap, state: MigrationState, options: MeasureOptions,
                  models_path: str, sys_path: list[str], measurer: Measurer,
-                 progress: Callable[[str], None] = lambda _: None):
+                 progress: Callable[[str], None] = lambda _: None, keep_slower: bool = False):
+        self.keep_slower = keep_slower
         self.tree = tree
         self.code = code
         self.state = state
@@ -251,9 +275,12 @@ class ModelVerifier:
         return self._spec(run.entry, reference_dir=str(self.state.reference_dir(run.name)), time_eager=False,
                           pair_with=self._overrides() or {})
 
-    def trial_spec(self, run: ModelRun, only: str) -> dict:
-        return self._spec(run.entry, timing=False, reference_dir=str(self.state.reference_dir(run.name)),
-                          source_override=self._overrides(keep_fixed=(only,)))
+    def trial_spec(self, run: ModelRun, only: str, timing: bool = False) -> dict:
+        # `pair_with`: every original, to tell rounding from a real output difference (the float64
+        # runs build the original again) and, with `timing`, to time the trial against it.
+        return self._spec(run.entry, timing=timing and self.options.timing, time_eager=False,
+                          reference_dir=str(self.state.reference_dir(run.name)),
+                          source_override=self._overrides(keep_fixed=(only,)), pair_with=self._overrides() or {})
 
     # -- what a model depends on, and keys over it -----------------------------------------------
     def _learn_from_before(self, run: ModelRun) -> None:
@@ -341,7 +368,7 @@ class ModelVerifier:
         from dynalint.migrate.models import source_for
 
         text = self.tree.current(self.models_path)
-        runs = [ModelRun(e, source_for(text, e, entries)) for e in entries]
+        runs = [ModelRun(e, source_for(text, e, entries), keep_slower=self.keep_slower) for e in entries]
         pending = runs
         for round_no in range(1, MAX_ROUNDS + 1):
             self.measure(pending, "verify" if round_no == 1 else f"verify again after reverts (round {round_no})")
@@ -378,12 +405,14 @@ class ModelVerifier:
         return [p for p in changed if p in run.region] or [p for p in changed if p in run.deps] or list(changed)
 
     def _isolate(self, run: ModelRun, candidates: list[str]) -> list[str]:
-        """Try each file's fixes alone (the other files original); -> the files bad on their own."""
+        """Try each file's fixes alone (the other files original); -> the files bad on their own.
+        Where the only problem is speed, each trial is timed against the original too."""
         self.progress(f"  {run.name}: trying the fixes of {len(candidates)} files one at a time")
-        jobs = [[self.trial_spec(run, only)] for only in candidates]
+        timed = revert_reason(run.before, run.after, keep_slower=True) is None
+        jobs = [[self.trial_spec(run, only, timing=timed)] for only in candidates]
         bad = []
         for index, (result,), _ in self.measurer.run(jobs):
-            reason = revert_reason(run.before, result)
+            reason = revert_reason(run.before, result, run.keep_slower)
             run.trials.append({"file": self.code.display(candidates[index]), "problem": reason})
             if reason:
                 bad.append(candidates[index])
@@ -435,7 +464,10 @@ def describe_run(run: ModelRun) -> str:
         return f"graphs {before.get('graph_count')}; the fixed code fails: {after['error']}"
     parts = [f"graphs {before.get('graph_count')} -> {after.get('graph_count')}"]
     if after.get("outputs_match") is not None:
-        parts.append("outputs match" if after["outputs_match"] else "OUTPUTS DIFFER")
+        from dynalint.verify.outputs import DIFFER, EQUAL, describe, status_of
+
+        status = status_of(after)
+        parts.append({EQUAL: "outputs match", DIFFER: "OUTPUTS DIFFER"}.get(status) or describe(after))
     eager = (before.get("timing") or {}).get("eager_ms")
     t = after.get("timing") or {}
     compiled = [t.get("compiled_before_ms"), t.get("compiled_ms")]
@@ -445,7 +477,10 @@ def describe_run(run: ModelRun) -> str:
         parts.append(f"eager {eager:.3g} ms, compiled {compiled[0]:.3g} -> {compiled[1]:.3g} ms")
     if t.get("compare"):
         c = t["compare"]
-        parts.append(f"fix speedup {c['speedup']:.2f}x [{c['ci'][0]:.2f}-{c['ci'][1]:.2f}]: {t.get('verdict')}"
+        verdict = t.get("verdict")
+        if verdict == "slower":
+            verdict = "SLOWER" + (" (kept: --keep-slower)" if run.keep_slower else "")
+        parts.append(f"fix speedup {c['speedup']:.2f}x [{c['ci'][0]:.2f}-{c['ci'][1]:.2f}]: {verdict}"
                      if c.get("speedup") and t.get("verdict") != "cannot measure" else "fix speedup: cannot measure")
     for warning in t.get("warnings") or ():
         parts.append(f"warning: {warning}")
