@@ -59,6 +59,8 @@ class FileAnalyzer:
         self._int_only: dict[int, frozenset] = {}
         # The text `module` was parsed from, when known: lets positions and scans skip work.
         self.source: Optional[str] = None
+        # (walk class, probe only) -> what its walks do with each node type (FunctionContext._plan).
+        self.walk_plans: dict = {}
 
     def rnn_attrs_with_subclasses(self, cls: str) -> set[str]:
         """RNN attributes of `cls` and of its subclasses in this file: a base class's forward

@@ -32,12 +32,19 @@ def param_list(params: cst.Parameters) -> list[cst.Param]:
 
 def iter_code_nodes(root: cst.CSTNode):
     """All statement-level and expression nodes under root (children first order not needed)."""
+    # Same nodes as .children without rebuilding them, minus whitespace and punctuation.
+    table = _CODE_CHILDREN
     stack = [root]
     while stack:
         node = stack.pop()
         yield node
-        # Same nodes as .children without rebuilding them, minus whitespace and punctuation.
-        stack.extend(c for c in fastcst.children(node) if type(c) not in fastcst.TRIVIA)
+        kids = table.get(node.__class__)
+        if kids is None:
+            kids = fastcst.kids_of(table, fastcst.TRIVIA, node)
+        stack += kids(node)
+
+
+_CODE_CHILDREN = fastcst.children_without(fastcst.TRIVIA)
 
 
 def operator_operands(node: cst.BaseExpression) -> Optional[list]:

@@ -52,6 +52,10 @@ def _return_parts(node: cst.BaseExpression) -> list:
     return [node]
 
 
+# What the walk does with a node (FunctionContext._plan).
+_NODE, _SKIP, _IF, _BLOCK = "node", "skip", "if", "block"
+
+
 class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     """Walks one function's live code in order, tracking which names hold tensors, and runs rules.
     What rules may use of it is `lint.rule.RuleContext`; the rest is the walk's own."""
@@ -107,8 +111,14 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         # Tests of the `if` statements whose body is being walked, outermost first.
         self.branch_tests: list[cst.BaseExpression] = []
         self._truth_memo: Optional[dict] = None  # static_truth of the `and` / `or` being visited
-        # Whitespace/punctuation node types no rule or hook looks at: the walk steps over them.
-        self.skip_types = fastcst.skippable(type(self), fa.rules_by_type)
+        # What the walk does with each node type (`_plan`), shared by the file's walks of this
+        # kind; whitespace/punctuation node types no rule or hook looks at are stepped over.
+        key = (type(self), probe_only)
+        shared = fa.walk_plans.get(key)
+        if shared is None:
+            skip = fastcst.skippable(type(self), fa.rules_by_type)
+            shared = fa.walk_plans[key] = ({}, skip, fastcst.children_without(skip))
+        self._plans, self.skip_types, self._kids = shared
 
     # -- public helpers for rules --------------------------------------------------------
     @property
@@ -257,7 +267,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             self.stack.append(stmt)
             try:
                 for small in stmt.body:
-                    small.visit(self)
+                    self._visit(small)
                     if type(small) in (cst.Return, cst.Raise):
                         return True
             finally:
@@ -277,7 +287,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return False
         if type(stmt) is cst.ClassDef:
             return False
-        stmt.visit(self)
+        self._visit(stmt)
         return False
 
     def _walk_if(self, node: cst.If) -> bool:
@@ -292,7 +302,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return self._walk_block(node.orelse.body)
         self.stack.append(node)
         self._dispatch(node)
-        node.test.visit(self)
+        self._visit(node.test)
         self.stack.pop()
         before = dict(self.env)
         self.branch_tests.append(node.test)
@@ -356,31 +366,76 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         for rule in self.fa.rules_by_type.get(type(node), ()):
             rule.check(node, self)
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    def _plan(self, node: cst.CSTNode) -> tuple:
+        """(what to do, rules to run, visit hook, leave hook, children function) for node's
+        type: found once per type for the file's walks of this kind."""
         node_type = type(node)  # concrete libcst classes: cheaper than isinstance on their ABCs
         if node_type is cst.FunctionDef or node_type is cst.ClassDef or node_type is cst.Lambda:
-            return False
-        if node_type is cst.If:
-            self._walk_if(node)
-            return False
-        if node_type is cst.IndentedBlock:
+            mode = _SKIP
+        elif node_type is cst.If:
+            mode = _IF
+        elif node_type is cst.IndentedBlock:
             # Compound statements other than If: walk their blocks statement by statement.
+            mode = _BLOCK
+        else:
+            mode = _NODE
+        rules = () if self.probe_only else self.fa.rules_by_type.get(node_type, ())
+        plan = (
+            mode,
+            rules,
+            fastcst.hook(type(self), node_type, "visit"),
+            fastcst.hook(type(self), node_type, "leave"),
+            fastcst.kids_of(self._kids, self.skip_types, node),
+        )
+        self._plans[node_type] = plan
+        return plan
+
+    def _visit(self, node: cst.CSTNode) -> None:
+        """`node.visit(self)` (on_visit, then on_leave) without libcst's traversal: it rebuilds
+        every node it passes through, which cost most of the analysis time. Children are
+        visited here, in libcst's order."""
+        plan = self._plans.get(node.__class__)
+        if plan is None:
+            plan = self._plan(node)
+        mode, rules, visit_hook, leave_hook, kids = plan
+        stack = self.stack
+        if mode is _NODE:
+            for rule in rules:
+                rule.check(node, self)
+            stack.append(node)
+            if visit_hook is not None and visit_hook(self, node) is False:
+                stack.pop()
+            else:
+                for child in kids(node):
+                    self._visit(child)
+        elif mode is _IF:
+            self._walk_if(node)
+        elif mode is _BLOCK:
             self._walk_block(node)
-            return False
-        self._dispatch(node)
-        self.stack.append(node)
-        visit_hook = fastcst.hook(type(self), type(node), "visit")
-        if visit_hook is not None and visit_hook(self, node) is False:
-            self.stack.pop()
-            return False
-        # Visit the children here, in libcst's order, and tell libcst not to: its traversal
-        # rebuilds every node it passes through, which cost most of the analysis time.
-        skip_types = self.skip_types
-        for child in fastcst.children(node):
-            if type(child) in skip_types:
-                continue
-            self.on_visit(child)  # always False: it has walked the child's children itself
-            self.on_leave(child)
+        if stack and stack[-1] is node:
+            stack.pop()
+        if leave_hook is not None:
+            leave_hook(self, node)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """libcst's entry point (`node.visit(self)`): the walk is `_visit`'s."""
+        plan = self._plans.get(node.__class__)
+        if plan is None:
+            plan = self._plan(node)
+        mode, rules, visit_hook, _leave_hook, kids = plan
+        if mode is _IF:
+            self._walk_if(node)
+        elif mode is _BLOCK:
+            self._walk_block(node)
+        elif mode is _NODE:
+            for rule in rules:
+                rule.check(node, self)
+            self.stack.append(node)
+            if visit_hook is not None and visit_hook(self, node) is False:
+                self.stack.pop()
+                return False
+            for child in kids(node):
+                self._visit(child)
         return False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
@@ -415,7 +470,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         return self.fa.summary.classes
 
     def visit_Assign(self, node: cst.Assign) -> bool:
-        node.value.visit(self)
+        self._visit(node.value)
         value_kind = self.kind(node.value)
         for t in node.targets:
             self._bind(t.target, node.value, value_kind)
@@ -424,13 +479,13 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         if node.value is not None:
-            node.value.visit(self)
+            self._visit(node.value)
             self._bind(node.target, node.value, self.kind(node.value))
         self._visit_target(node.target)
         return False
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
-        node.value.visit(self)
+        self._visit(node.value)
         if type(node.target) is cst.Name:
             self.param_origin.discard(node.target.value)
             vk = self.kind(node.value)
@@ -443,12 +498,12 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def _visit_target(self, target: cst.BaseExpression) -> None:
         self.storing = True
         try:
-            target.visit(self)
+            self._visit(target)
         finally:
             self.storing = False
 
     def visit_For(self, node: cst.For) -> bool:
-        node.iter.visit(self)
+        self._visit(node.iter)
         it = node.iter
         elem = U
         ik = self.kind(it)
@@ -497,13 +552,13 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 self._bind(name, None, P if k == P else T)
 
     def visit_While(self, node: cst.While) -> bool:
-        node.test.visit(self)
+        self._visit(node.test)
         self._walk_loop(node)
         return False
 
     def visit_With(self, node: cst.With) -> bool:
         for item in node.items:
-            item.item.visit(self)
+            self._visit(item.item)
             if item.asname is not None:
                 self._bind(item.asname.name, item.item, U)
         self._walk_block(node.body)
@@ -525,10 +580,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def visit_IfExp(self, node: cst.IfExp) -> bool:
         static = self.static_truth(node.test)
         if static is True:
-            node.body.visit(self)
+            self._visit(node.body)
             return False
         if static is False:
-            node.orelse.visit(self)
+            self._visit(node.orelse)
             return False
         return True
 
@@ -543,7 +598,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         return True
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        node.iter.visit(self)
+        self._visit(node.iter)
         elem = T if self.is_tensor(node.iter) else U
         self._bind(node.target, None, elem)
 
