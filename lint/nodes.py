@@ -11,6 +11,11 @@ from . import fastcst
 
 def dotted(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` -> "a.b.c"; anything else -> None."""
+    node_type = type(node)
+    if node_type is cst.Name:  # most asked (a call's function, a base)
+        return node.value
+    if node_type is not cst.Attribute:
+        return None
     parts = []
     while type(node) is cst.Attribute:
         parts.append(node.attr.value)

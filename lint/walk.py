@@ -119,6 +119,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             skip = fastcst.skippable(type(self), fa.rules_by_type)
             shared = fa.walk_plans[key] = ({}, skip, fastcst.children_without(skip))
         self._plans, self.skip_types, self._kids = shared
+        self._dispatching: Optional[cst.CSTNode] = None  # the node whose rules are running
+        self._call_name_memo: Optional[tuple] = None
 
     # -- public helpers for rules --------------------------------------------------------
     @property
@@ -133,13 +135,21 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         d = dotted(node)
         if d is None:
             return None
-        head = d.split(".")[0]
+        head = d.partition(".")[0]
         if head in self.env or head in self.nested_defs:
             return None  # a local variable shadows any import
         return self.fa.resolve(d)
 
     def call_name(self, node: cst.Call) -> Optional[str]:
-        return self.qualname(node.func)
+        # The rules of one node ask in turn, with nothing bound in between: the first answer
+        # serves them all (`_visit` clears it before and after them).
+        memo = self._call_name_memo
+        if memo is not None and memo[0] is node:
+            return memo[1]
+        name = self.qualname(node.func)
+        if self._dispatching is node:
+            self._call_name_memo = (node, name)
+        return name
 
     def self_attr(self, node: cst.BaseExpression) -> Optional[str]:
         """`attr` when node is `self.attr` (the method's own instance), else None."""
@@ -363,8 +373,17 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def _dispatch(self, node: cst.CSTNode) -> None:
         if self.probe_only:
             return
-        for rule in self.fa.rules_by_type.get(type(node), ()):
-            rule.check(node, self)
+        rules = self.fa.rules_by_type.get(type(node), ())
+        if rules:
+            self._run_rules(node, rules)
+
+    def _run_rules(self, node: cst.CSTNode, rules: tuple) -> None:
+        self._dispatching, self._call_name_memo = node, None
+        try:
+            for rule in rules:
+                rule.check(node, self)
+        finally:
+            self._dispatching = self._call_name_memo = None
 
     def _plan(self, node: cst.CSTNode) -> tuple:
         """(what to do, rules to run, visit hook, leave hook, children function) for node's
@@ -400,8 +419,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         mode, rules, visit_hook, leave_hook, kids = plan
         stack = self.stack
         if mode is _NODE:
-            for rule in rules:
-                rule.check(node, self)
+            if rules:
+                self._run_rules(node, rules)
             stack.append(node)
             if visit_hook is not None and visit_hook(self, node) is False:
                 stack.pop()
@@ -428,8 +447,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         elif mode is _BLOCK:
             self._walk_block(node)
         elif mode is _NODE:
-            for rule in rules:
-                rule.check(node, self)
+            if rules:
+                self._run_rules(node, rules)
             self.stack.append(node)
             if visit_hook is not None and visit_hook(self, node) is False:
                 self.stack.pop()
