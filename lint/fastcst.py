@@ -551,16 +551,56 @@ class StatementPositions:
         return cls(module, source, within, windows)
 
     def of(self, stmt: cst.CSTNode) -> Positions:
+        lo, hi = self.windows[self.index[id(stmt)]]
+        pieces = self.within.functions.get(stmt)
+        parts = self.within.parts
+        if pieces and all(id(node) in parts for node, _ in pieces):
+            # Only the statements of the functions' bodies that reported, when each is found
+            # once in the window; any other node is looked up in the functions' positions,
+            # computed on first need (`_Deferred`), as they would have been without this step.
+            out = Positions(self.module, fallback=_Deferred(self.module, lambda into: self._fill(stmt, into), self.whole))
+            if all(
+                _position_piece(self.module, self.source, part, indents, lo, hi, out, self.lines) is not None
+                for node, _ in pieces
+                for part, indents in _with_indents(parts[id(node)])
+            ):
+                return out
         out = Positions(self.module, fallback=self.whole)
+        return out if self._fill(stmt, out) else self.whole
+
+    def _fill(self, stmt: cst.CSTNode, out: Positions) -> bool:
+        """Position stmt's reporting functions into `out`, else stmt whole; False if neither is
+        found once in its window."""
         lo, hi = self.windows[self.index[id(stmt)]]
         pieces = self.within.functions.get(stmt)
         if pieces is not None and all(
             _position_piece(self.module, self.source, node, indents, lo, hi, out, self.lines) is not None for node, indents in pieces
         ):
-            return out
-        if _position_piece(self.module, self.source, stmt, (), lo, hi, out, self.lines) is None:
-            return self.whole
-        return out
+            return True
+        return _position_piece(self.module, self.source, stmt, (), lo, hi, out, self.lines) is not None
+
+
+def _with_indents(parts: tuple) -> Iterable[tuple]:
+    statements, indents = parts
+    return ((s, indents) for s in statements)
+
+
+class _Deferred(Positions):
+    """Positions that `fill(self)` computes on the first lookup (False: it found nothing, so
+    every lookup goes to `fallback`)."""
+
+    def __init__(self, module: cst.Module, fill: Callable, fallback: Positions) -> None:
+        super().__init__(module, fallback=fallback)
+        self._fill: Optional[Callable] = fill
+
+    def __missing__(self, node: cst.CSTNode):
+        fill = self._fill
+        if fill is not None:
+            self._fill = None
+            if not fill(self):
+                self.raw, self.delta = {}, {}
+            return self[node]
+        return super().__missing__(node)
 
 
 def _position_piece(
@@ -664,11 +704,15 @@ class Enclosing(set):
     def __init__(self) -> None:
         super().__init__()
         self.functions: dict[cst.CSTNode, list[tuple[cst.CSTNode, tuple[str, ...]]]] = {}
+        # id of a function -> the statements of its body that hold its findings, in order, with
+        # the indentation of that body (StatementPositions positions them before the function).
+        self.parts: dict[int, tuple[list[cst.CSTNode], tuple[str, ...]]] = {}
 
 
-def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode]) -> Optional[set]:
+def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode], parts: Optional[dict] = None) -> Optional[set]:
     """The top-level statements that contain the given function definitions (found through
-    statement bodies only, never through expressions); None if one of them is not found."""
+    statement bodies only, never through expressions); None if one of them is not found.
+    `parts`: id of a function -> {id: statement of its body} (`FileAnalyzer.reported_parts`)."""
     wanted = {id(f) for f in functions}
     contains_statements = type_test(STATEMENT_CONTAINERS)
     default = module.default_indent
@@ -682,6 +726,11 @@ def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode]) -
                 found.add(id(node))
                 out.add(stmt)
                 out.functions.setdefault(stmt, []).append((node, indents))
+                wanted_parts = (parts or {}).get(id(node))
+                body = node.body
+                if wanted_parts and type(body) is cst.IndentedBlock:
+                    inner = indents + (default if body.indent is None else body.indent,)
+                    out.parts[id(node)] = ([s for s in body.body if id(s) in wanted_parts], inner)
             if contains_statements(type(node)):
                 inner = indents
                 if type(node) is cst.IndentedBlock:

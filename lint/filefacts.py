@@ -59,6 +59,9 @@ class FileAnalyzer:
         self._int_only: dict[int, frozenset] = {}
         # The text `module` was parsed from, when known: lets positions and scans skip work.
         self.source: Optional[str] = None
+        # id of a function that reported -> {id: statement of its body whose walk reported}, or
+        # None when a report came from outside its body's statements (see note_part).
+        self.reported_parts: dict[int, Optional[dict]] = {}
         # (walk class, probe only) -> what its walks do with each node type (FunctionContext._plan).
         self.walk_plans: dict = {}
 
@@ -316,6 +319,18 @@ class FileAnalyzer:
     def add_finding(self, node: cst.CSTNode, code: str, message: str, scope: str, data: dict, fix) -> None:
         self.pending.append((node, code, message, data, fix, scope))
 
+    def note_part(self, fn: cst.FunctionDef, stmt: Optional[cst.CSTNode]) -> None:
+        """The statement of `fn`'s body whose walk reported (None: not known, so the whole
+        function is positioned): big files position those statements first (`fastcst.Enclosing`)."""
+        parts = self.reported_parts.get(id(fn), {})
+        if parts is None:
+            return
+        if stmt is None:
+            self.reported_parts[id(fn)] = None
+        else:
+            parts[id(stmt)] = stmt
+            self.reported_parts[id(fn)] = parts
+
     def _statements_with_findings(self) -> Optional[set]:
         """Top-level statements holding the functions that reported (positions are only computed
         there; other nodes are positioned on demand). None: position everything."""
@@ -323,7 +338,7 @@ class FileAnalyzer:
         functions = [fn for fn, prefix, _ in self.defs if f"{prefix}.{fn.name.value}" in scopes]
         if not scopes <= {f"{prefix}.{fn.name.value}" for fn, prefix, _ in self.defs}:
             return None
-        return fastcst.enclosing_statements(self.module, functions)
+        return fastcst.enclosing_statements(self.module, functions, self.reported_parts)
 
     def _resolve_positions(self) -> None:
         if not self.pending:

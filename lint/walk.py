@@ -120,6 +120,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             shared = fa.walk_plans[key] = ({}, skip, fastcst.children_without(skip))
         self._plans, self.skip_types, self._kids = shared
         self._dispatching: Optional[cst.CSTNode] = None  # the node whose rules are running
+        self._part: Optional[cst.CSTNode] = None  # the statement of the body being walked
         self._call_name_memo: Optional[tuple] = None
 
     # -- public helpers for rules --------------------------------------------------------
@@ -178,6 +179,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         if self.probe_only:
             return
         self.fa.add_finding(node, rule.code, message, self.qual, data or {}, fix)
+        self.fa.note_part(self.fn, self._part)
 
     def passthrough_slots(self) -> tuple:
         return tuple(sorted((self.param_slots[n][0], n, self.param_slots[n][1]) for n in self.return_params))
@@ -195,7 +197,17 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     # -- walking --------------------------------------------------------------------------
     def walk(self) -> None:
         self._bind_params()
-        self._walk_block(self.fn.body)
+        body = self.fn.body
+        if type(body) is not cst.IndentedBlock:
+            self._walk_block(body)
+            return
+        # `_walk_block(body)`, noting the statement of the body being walked: findings are
+        # positioned by those statements when they can be (`FileAnalyzer.note_part`).
+        for stmt in body.body:
+            self._part = stmt
+            if self._walk_stmt(stmt):
+                break
+        self._part = None
 
     def _bind_params(self) -> None:
         params = param_list(self.fn.params)

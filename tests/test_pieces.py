@@ -182,7 +182,9 @@ def test_a_big_file_with_a_syntax_error_is_reported_as_before(monkeypatch):
 @pytest.mark.parametrize("model", ["bert", "t5"])
 def test_a_big_file_places_its_findings_one_statement_at_a_time(monkeypatch, model):
     # In a big file each top-level statement's findings are placed with its positions only
-    # (fastcst.StatementPositions); the findings and fixes are those of all positions at once.
+    # (fastcst.StatementPositions), and of a reporting function only the statements of its body
+    # that reported are positioned; the findings and fixes are those of all positions at once,
+    # where each reporting function is positioned whole.
     from dynalint.lint import fastcst
 
     import dynalint.fixes.providers  # noqa: F401
@@ -195,6 +197,15 @@ def test_a_big_file_places_its_findings_one_statement_at_a_time(monkeypatch, mod
     batches = []
     real_of = fastcst.StatementPositions.of
     monkeypatch.setattr(fastcst.StatementPositions, "of", lambda self, stmt: batches.append(stmt) or real_of(self, stmt))
+    positioned = []
+    real_piece = fastcst._position_piece
+
+    def piece(module, source, node, *args):
+        found = real_piece(module, source, node, *args)
+        positioned.append((type(node), found is not None))
+        return found
+
+    monkeypatch.setattr(fastcst, "_position_piece", piece)
 
     def analyse() -> dict:
         analyzer._PARSED.clear()
@@ -202,7 +213,52 @@ def test_a_big_file_places_its_findings_one_statement_at_a_time(monkeypatch, mod
 
     one_at_a_time = analyse()
     assert len(set(map(id, batches))) > 1  # findings in several statements, placed apart
+    # statements of function bodies were found and positioned, no function as a whole
+    assert positioned and all(found for _, found in positioned)
+    assert not any(node_type in (cst.FunctionDef, cst.ClassDef) for node_type, _ in positioned)
+    positioned.clear()
     monkeypatch.setattr(fastcst.StatementPositions, "for_file", classmethod(lambda cls, *args: None))
     assert analyse() == one_at_a_time
+    assert positioned and all(node_type is cst.FunctionDef for node_type, _ in positioned)
     assert one_at_a_time["findings"]
     analyzer._PARSED.clear()
+
+
+def test_statement_positions_of_reported_statements_fall_back_to_their_functions(monkeypatch):
+    # Positions of the statements of a function body that reported; any other node is looked up
+    # in the positions of the whole function (or, outside it, of the whole module), and a
+    # statement whose text is not found once in its window makes the function positioned whole.
+    from dynalint.lint import fastcst
+
+    text = (
+        "import torch\n\n\nclass M(torch.nn.Module):\n"
+        "    def forward(self, x):\n        y = x + 1\n        print(y)\n        return y\n\n"
+        "    def other(self, y):\n        print(y)\n        return y * 2\n"
+    )
+    monkeypatch.setattr(fastcst, "_WINDOWED_SIZE", 0)
+    module = cst.parse_module(text)
+    cls = module.body[1]
+    forward, other = cls.body.body
+    reference = fastcst.positions(module)
+    pieces = []
+    real_piece = fastcst._position_piece
+    monkeypatch.setattr(
+        fastcst, "_position_piece", lambda m, s, node, *a: pieces.append(type(node)) or real_piece(m, s, node, *a)
+    )
+
+    def positions_of(fn, stmt):
+        within = fastcst.enclosing_statements(module, [fn], {id(fn): {id(stmt): stmt}})
+        statements = fastcst.StatementPositions.for_file(module, text, within)
+        assert statements is not None
+        pieces.clear()
+        return statements.of(cls)
+
+    found = positions_of(forward, forward.body.body[1])  # `print(y)` occurs twice: not unique
+    assert pieces == [cst.SimpleStatementLine, cst.FunctionDef]
+    once = positions_of(forward, forward.body.body[0])  # `y = x + 1` occurs once
+    assert pieces == [cst.SimpleStatementLine]
+    for got in (found, once):
+        for node in fastcst.iter_nodes(forward):
+            assert got[node] == reference[node]
+        assert got[module.body[0]] == reference[module.body[0]]  # outside: the whole module
+    assert pieces == [cst.SimpleStatementLine, cst.FunctionDef]  # the function once, on need
