@@ -201,7 +201,12 @@ def table_row(case: Case, report: dict, run: str = "") -> str:
     else:
         speedup = f"{t['speedup']:.2f}x [{t['speedup_ci'][0]:.2f}-{t['speedup_ci'][1]:.2f}] {t['verdict']}"
     compile_s = f"{_fmt(t.get('compile_before_s'), '.1f')} → {_fmt(t.get('compile_after_s'), '.1f')}"
-    match = "yes" if report["outputs_match"] else "NO"
+    status = report.get("outputs_status")
+    judged = report.get("outputs_judgement") or {}
+    if status == "within rounding":  # float64 runs of both versions: rounding only (dynalint.verify.outputs)
+        match = f"within {judged.get('dtype') or 'float'} rounding, own error {_fmt(judged.get('original_error'), '.1g')}"
+    else:
+        match = "yes" if report["outputs_match"] else "NO"
     tried = report.get("settings_tried")
     if tried is not None:
         best = next((t for t in tried if t["suggested"]), None)

@@ -133,3 +133,57 @@ def test_fix_that_changes_outputs_is_reverted(tmp_path, monkeypatch):
     assert model["before"]["graph_count"] == 2 and [b["lineno"] for b in model["before"]["break_reasons"]] == [12]
     assert [(h["code"], h["row"]) for h in data["needs_human"]] == [("DYN101", 12)]
     assert data["needs_human"][0]["why"].startswith("its fix was reverted: net: outputs differ")
+
+
+EXPERTS_NET = """
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(4, 256, 256) * 10)
+
+        def forward(self, x):
+            print("x", x.shape)
+            out = torch.zeros_like(x)
+            for i in range(4):
+                out = out + (x @ self.w[i]) * (i + 1)
+            return out
+    """
+MATMUL = "out = out + (x @ self.w[i]) * (i + 1)"
+
+
+@pytest.mark.parametrize("rewrite,kept", [
+    ("out = out + sum(x[:, j::4] @ self.w[i, j::4] for j in range(4)) * (i + 1)", True),  # reordered: rounding
+    ("out = out + (x @ self.w[i]) * (i + 1.0001)", False),  # 1e-4 off in one factor: other math
+], ids=["reordered-matmul-kept", "wrong-factor-reverted"])
+def test_outputs_within_rounding_keep_the_fix_and_other_math_reverts_it(tmp_path, monkeypatch, rewrite, kept):
+    """Real children: the after child (and each trial) judge in float64 from `pair_with`."""
+    files = {"pkg/__init__.py": "", "pkg/net.py": EXPERTS_NET, "MODELS.py": """
+        import torch
+
+        from pkg.net import Net
+
+
+        def dynalint_net():
+            return Net(), (torch.randn(64, 256) * 10,)
+        """}
+    root = make_repo(tmp_path, {k: textwrap.dedent(v).lstrip("\n") for k, v in files.items()})
+    monkeypatch.chdir(root)
+    corrupting_fixer(monkeypatch, lambda name, text: text.replace(MATMUL, rewrite))
+    opts = MigrateOptions(path=root / "pkg", models=root / "MODELS.py", report_dir=root / "report",
+                          measure=MeasureOptions(timing=False, device="cpu", timeout=300))
+    run_migration(opts)
+    data = json.loads((root / "report/report.json").read_text())
+    [model] = data["models"]
+    text = (root / "pkg/net.py").read_text()
+    if kept:
+        assert rewrite in text and "is_compiling" in text and not data["reverts"]
+        assert model["status"] == "verified" and model["outputs_status"] == "within rounding"
+        assert model["outputs"].startswith("outputs equal within float32 rounding (max diff ")
+    else:
+        assert rewrite not in text and MATMUL in text
+        [revert] = data["reverts"]
+        assert "outputs differ (max abs diff" in revert["reason"] and "does not vanish in float64" in revert["reason"]

@@ -16,7 +16,7 @@ and the difference is rounding only when all three hold, output by output:
    the same in float64.
 2. The float64 run of the original is ground truth for its float32 run: they differ by at most
    TRUST of the outputs' scale (not so where forward draws random numbers, whose float64 draws
-   are other numbers, or where the code keeps parts in float32).
+   are other numbers, or where rounding flipped a discrete choice such as an argmax routing).
 3. The fixed code is as accurate as the original: its float32 error against that truth is at
    most ERROR_FACTOR times the original's own (at least one unit of float32 rounding at the
    outputs' scale). A fix that is the same math but loses precision in float32 (cancellation,
@@ -107,7 +107,8 @@ def judge(reference: list, actual: list, truth: list, actual64: list) -> dict:
         if not own <= TRUST * scale:
             return _differ(diff32, f"output {i}: the original's float64 run differs from its {dtype} run by {own:.3g} "
                                    f"(over {TRUST:.1%} of the outputs' scale {scale:.3g}): no float64 ground truth "
-                                   "(random numbers drawn in forward?)", worst)
+                                   "(random numbers drawn in forward, or a discrete choice such as top-k routing "
+                                   "that rounding flipped?)", worst)
         if not err <= ERROR_FACTOR * max(own, unit):
             return _differ(diff32, f"output {i}: the fixed code's {dtype} error {err:.3g} against float64 is over "
                                    f"{ERROR_FACTOR:g}x the original's own {own:.3g}: it loses precision", worst)
