@@ -21,7 +21,6 @@ from .guard import guard_fix
 from .masking import mask_fix, mask_update_fix
 from .module_to import module_to_fix
 from .numpy_math import numpy_math_fix
-from .requires_grad import requires_grad_fix
 from .scalar import item_fix
 from .scalar_math import python_math_fix
 from .select_chain import chain_select_fix
@@ -42,7 +41,6 @@ PROVIDERS = {
     "mask": mask_fix,  # DYN130
     "experts": expert_loop_fix,  # DYN130
     "mask_update": mask_update_fix,  # DYN130
-    "requires_grad": requires_grad_fix,  # DYN140
     "duplicate_input": duplicate_input_fix,  # DYN141
     "buffer_local": buffer_local_fix,  # DYN142
     "module_to": module_to_fix,  # DYN203

@@ -1,14 +1,18 @@
-"""DYN140: creating a new leaf parameter (`nn.Parameter`, `.requires_grad_()`) in compiled code.
+"""DYN140: creating a new leaf that needs gradients (`nn.Parameter`, `.requires_grad_()`, `requires_grad=True`) in compiled code.
 
 ## What it does
-Finds `nn.Parameter(...)`, `.requires_grad_()` calls and `t.requires_grad = True` assignments in
-a compile region. (Factory calls
-with `requires_grad=True` are traced by current Dynamo and are not reported.)
+Finds `nn.Parameter(...)`, `.requires_grad_()` calls, `t.requires_grad = True` assignments and
+torch factory calls given `requires_grad=` (anything but `False`) in a compile region.
 
 ## Why it breaks the graph
 A new leaf that needs gradients cannot be created inside a traced graph: AOTAutograd would have
 to treat it as a graph input. Dynamo breaks ("Attempted to use `torch.nn.Parameter()`
-constructor with Dynamo", "requires_grad_() intermediate leaked as output").
+constructor with Dynamo", "setattr() on Tensor.requires_grad", "requires_grad_() intermediate
+leaked as output", and for `torch.zeros(..., requires_grad=True)` "Attempted to use tensor
+creation function with requires_grad=True"; probed on torch 2.13 and 2.14.1). Moving the flag
+into the factory call does not help: the factory form breaks too. Only a factory that is the
+first statement of the function goes unnoticed (Dynamo runs it before the graph starts) and is
+not reported.
 
 ## Example
 ```python
@@ -18,30 +22,39 @@ def forward(self, x):
 ```
 
 ## Use instead
-Create parameters in `__init__` (`self.w = nn.Parameter(torch.ones(n))`) and use them in forward.
-A fresh tensor that needs gradients can be made with the factory's `requires_grad=` argument,
-which Dynamo traces: the safe autofix rewrites `t = torch.zeros(...)` followed by
-`t.requires_grad = True` (or `if cond: t.requires_grad = True`, T5-style position biases under
-gradient checkpointing) into `torch.zeros(..., requires_grad=True)` (`requires_grad=bool(cond)`).
+Create parameters in `__init__` (`self.w = nn.Parameter(torch.ones(n))`) and use them in forward,
+or create the tensor outside the compiled region and pass it in. A flag set only for gradient
+checkpointing (T5-style `position_bias.requires_grad = True`, so that reentrant checkpointing
+sees an input that needs gradients) can go with non-reentrant checkpointing
+(`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`), which does not need it. No
+autofix: no rewrite keeps the program and removes the break.
 """
 
 import libcst as cst
 
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+
+# torch factories that take `requires_grad=` (the `_like` ones too).
+FACTORIES = frozenset(
+    """
+    zeros ones empty full rand randn randint arange linspace logspace eye tensor zeros_like ones_like
+    empty_like full_like rand_like randn_like randint_like empty_strided
+    """.split()
+)
 
 
 class RequiresGradInRegion(Rule):
     code = "DYN140"
     name = "parameter-created-in-region"
-    summary = "New `nn.Parameter` / `requires_grad_()` in compiled code"
+    summary = "New `nn.Parameter` / tensor needing gradients created in compiled code"
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
     gb_types = (
         ("GB0206", "setattr() on Tensor.requires_grad"),
+        ("GB0225", "Attempted to use tensor creation function with requires_grad=True"),
         ("GB0264", "Attempted to use `torch.nn.Parameter()` constructor with Dynamo"),
         ("GB8985", "requires_grad_() intermediate leaked as output"),
     )
     node_types = (cst.Call, cst.Assign)
-    fixable = "safe"
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Assign:
@@ -51,9 +64,9 @@ class RequiresGradInRegion(Rule):
                     ctx.report(
                         self,
                         node,
-                        "setting `.requires_grad` in compiled code breaks the graph; create the tensor with "
-                        "`requires_grad=` (traced) or set it before calling the compiled model",
-                        fix=offer_fix("requires_grad", ctx, node, self.code),
+                        "setting `.requires_grad` in compiled code breaks the graph (so does the factory's "
+                        "`requires_grad=`); create the tensor outside the compiled region, or, for gradient "
+                        "checkpointing, use `use_reentrant=False`, which needs no such input",
                     )
             return
         q = ctx.call_name(node)
@@ -65,6 +78,20 @@ class RequiresGradInRegion(Rule):
             and ctx.is_tensor(node.func.value)
         ):
             ctx.report(self, node, "`.requires_grad_()` in compiled code breaks the graph; create parameters in `__init__`")
+        elif (
+            q is not None
+            and q.count(".") == 1
+            and q.startswith("torch.")
+            and q[6:] in FACTORIES
+            and _requires_grad_given(node)
+            and not _first_statement(ctx)
+        ):
+            ctx.report(
+                self,
+                node,
+                "a tensor created with `requires_grad=` in compiled code breaks the graph; create it outside the "
+                "compiled region (or in `__init__` as a parameter) and pass it in",
+            )
 
     invalid = (
         Example(
@@ -109,27 +136,29 @@ class RequiresGradInRegion(Rule):
 
             @torch.compile
             def f(x, checkpointing=True):
+                h = x * 2
                 bias = torch.zeros(
                     (1, x.shape[-1]),
                     dtype=x.dtype,
                 )
                 if checkpointing:
                     bias.requires_grad = True  # expect: DYN140
-                return x + bias
+                return h + bias
             """,
             dynamo=BREAKS,
-            fixed="""
-                import torch
+        ),
+        Example(
+            # The flag moved into the factory: still a break (GB0225), so no fix offers that.
+            """
+            import torch
 
-                @torch.compile
-                def f(x, checkpointing=True):
-                    bias = torch.zeros(
-                        (1, x.shape[-1]),
-                        dtype=x.dtype,
-                        requires_grad=bool(checkpointing),
-                    )
-                    return x + bias
+            @torch.compile
+            def f(x, checkpointing=True):
+                h = x * 2
+                bias = torch.zeros((1, x.shape[-1]), dtype=x.dtype, requires_grad=bool(checkpointing))  # expect: DYN140
+                return h + bias
             """,
+            dynamo=BREAKS,
         ),
     )
     valid = (
@@ -144,6 +173,7 @@ class RequiresGradInRegion(Rule):
                     self.w = nn.Parameter(torch.ones(4))
 
                 def forward(self, x):
+                    # The first statement: Dynamo runs it before the graph starts (no break).
                     scale = torch.ones(4, requires_grad=True)
                     return x * self.w * scale
             """,
@@ -154,13 +184,39 @@ class RequiresGradInRegion(Rule):
             import torch
 
             @torch.compile
-            def f(x, checkpointing=True):
-                bias = torch.zeros((1, x.shape[-1]), dtype=x.dtype, requires_grad=bool(checkpointing))
-                return x + bias
+            def f(x):
+                h = x * 2
+                bias = torch.zeros((1, x.shape[-1]), dtype=x.dtype, requires_grad=False)
+                return h + bias
             """,
             dynamo=CLEAN,
         ),
     )
+
+
+def _requires_grad_given(call: cst.Call) -> bool:
+    """`requires_grad=` given and not the literal `False`."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "requires_grad":
+            return not (type(arg.value) is cst.Name and arg.value.value == "False")
+    return False
+
+
+def _first_statement(ctx: RuleContext) -> bool:
+    """The statement is the function's first (after its docstring): Dynamo runs it before any graph."""
+    body = ctx.fn.body
+    if type(body) is not cst.IndentedBlock or not body.body:
+        return False
+    stmts = list(body.body)
+    first = stmts[0]
+    if (
+        len(stmts) > 1
+        and type(first) is cst.SimpleStatementLine
+        and type(first.body[0]) is cst.Expr
+        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
+        first = stmts[1]
+    return ctx.statement is first
 
 
 RULE = RequiresGradInRegion
