@@ -16,6 +16,7 @@ from .checks import assert_split_fix, raise_check_fix
 from .compile_default import compile_default_fix
 from .cond import cond_fix
 from .debugger import debugger_fix, remove_unused_debugger_imports
+from .disable_helper import disable_helper_fix
 from .experts import expert_loop_fix
 from .guard import guard_fix
 from .masking import mask_fix, mask_update_fix
@@ -44,6 +45,7 @@ PROVIDERS = {
     "duplicate_input": duplicate_input_fix,  # DYN141
     "buffer_local": buffer_local_fix,  # DYN142
     "module_to": module_to_fix,  # DYN203
+    "disable_helper": disable_helper_fix,  # DYN105, DYN110, DYN120, DYN130 in host-side helpers
 }
 
 for _name, _provider in PROVIDERS.items():

@@ -40,6 +40,14 @@ class RuleContext(Protocol):
     def statement(self) -> "Optional[cst.CSTNode]":
         """The innermost simple statement line (or compound statement header) being checked."""
 
+    @property
+    def is_root(self) -> bool:
+        """Is the function where compiling starts (`forward`, a compiled function), not a helper?"""
+
+    @property
+    def has_tensor_params(self) -> bool:
+        """Is some parameter of the function bound to a tensor or a presumed one?"""
+
     def in_assignment_target(self) -> bool:
         """Is the node being checked (part of) an assignment target (`x[mask] = v`)?"""
 
@@ -163,6 +171,9 @@ class Example:
     # The code after `dynalint check --fix --unsafe-fixes` (as Fixit's expected_replacement): the
     # tests apply the fixes and compare, and probe that the fixed code breaks less with equal outputs.
     fixed: str | None = None
+    # Graphs Dynamo makes of the fixed code: 1 (it compiles whole), or more where the fix moves
+    # work out of the graph (`@torch.compiler.disable` on a helper: one break per call remains).
+    fixed_graphs: int = 1
 
     @property
     def source(self) -> str:

@@ -15,6 +15,7 @@ from .callgraph import CallEdges
 from .inference import KindInference, int_only_params, merge_kinds, torch_non_tensor
 from .kinds import B, N, P, S, T, U, TENSORISH
 from .nodes import dotted, is_none, param_list
+from .rule import offer_fix
 from .summary import FunctionInfo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,6 +96,11 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.returns_tensor = False
         self.storing = False  # inside an assignment target
         self.is_forward = fn.name.value == "forward" and cls is not None
+        # forward or a compiled function: where compiling starts (never a helper to run eagerly)
+        self.is_root = self.is_forward or bool(info is not None and info.compile_root) or (
+            cls is None and fn.name.value in fa.compile_called_names
+        )
+        self.has_tensor_params = False  # some parameter is bound to a (presumed) tensor
         self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
         self.buffer_attrs = fa.buffer_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
@@ -178,6 +184,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def report(self, rule, node: cst.CSTNode, message: str, data: Optional[dict] = None, fix=None) -> None:
         if self.probe_only:
             return
+        if fix is None:
+            # A break in a host-side helper: the helper can run outside the graph (fixes/disable_helper).
+            fix = offer_fix("disable_helper", self, rule.code)
         self.fa.add_finding(node, rule.code, message, self.qual, data or {}, fix)
         self.fa.note_part(self.fn, self._part)
 
@@ -264,6 +273,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         for star in (self.fn.params.star_arg, self.fn.params.star_kwarg):
             if type(star) is cst.Param:
                 self.env[star.name.value] = N
+        self.has_tensor_params = any(self.env.get(name) in TENSORISH for name in self.param_slots)
 
     def _int_only_params(self) -> frozenset:
         """Parameters of this function whose every use is one only an int has here: an argument

@@ -1545,6 +1545,112 @@ def test_requires_grad_after_a_factory_is_reported_without_a_fix():
 
 
 # --------------------------------------------------------------------------------------------
+# Host-side helpers: `@torch.compiler.disable` (DYN105 / DYN110 / DYN120 / DYN130 without a fix of their own)
+
+
+def test_host_side_helper_is_disabled_below_its_other_decorators():
+    assert_fixes(
+        """
+        import numpy as np
+        import torch
+        from torch import nn
+
+        class Sparse(nn.Module):
+            @staticmethod
+            def _plan(n, k):
+                perm = np.random.permutation(n)
+                if perm[0] > 1:
+                    perm = perm[::-1]
+                return perm[:k].copy()
+
+            def forward(self, x):
+                return x[:, torch.from_numpy(self._plan(x.shape[-1], 2))]
+        """,
+        """
+        import numpy as np
+        import torch
+        from torch import nn
+
+        class Sparse(nn.Module):
+            @staticmethod
+            @torch.compiler.disable
+            def _plan(n, k):
+                perm = np.random.permutation(n)
+                if perm[0] > 1:
+                    perm = perm[::-1]
+                return perm[:k].copy()
+
+            def forward(self, x):
+                return x[:, torch.from_numpy(self._plan(x.shape[-1], 2))]
+        """,
+    )
+
+
+def test_helpers_that_work_on_tensors_or_start_compiling_are_not_disabled():
+    code = """
+        import numpy as np
+        import torch
+        from torch import nn
+
+        def on_tensor(t):
+            return t[np.random.permutation(4)]
+
+        def makes_tensor(n):
+            order = np.random.permutation(n)
+            return torch.as_tensor(order) * 2
+
+        @torch.compiler.disable
+        def already(n):
+            return np.random.permutation(n)
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("scale", torch.ones(4))
+
+            def reads_buffer(self, n):
+                order = np.random.permutation(n)
+                return self.scale[order]
+
+            def calls_submodule(self, n):
+                return self.proj(np.random.permutation(n))
+
+            def forward(self, x):
+                y = on_tensor(x) + makes_tensor(4) + self.reads_buffer(4) + self.calls_submodule(4)
+                y = y + torch.from_numpy(already(4))
+                return y * np.random.permutation(4)[0]
+        """
+    result = fixed(code)
+    reported = {f.row for f in result.remaining if f.code == "DYN105"}
+    assert len(reported) >= 5, result.remaining
+    assert "compiler.disable" not in result.text.replace("@torch.compiler.disable\ndef already", "")
+    assert not result.fixed
+
+
+def test_host_side_helper_in_a_file_without_a_torch_import_is_not_disabled(tmp_path):
+    # plan.py must import without torch: no decorator there (it would need `import torch`).
+    (tmp_path / "plan.py").write_text(
+        "import numpy as np\n\n\ndef plan(n):\n    perm = np.random.permutation(n)\n    return perm[:2].copy()\n"
+    )
+    (tmp_path / "net.py").write_text(
+        "import torch\nfrom torch import nn\n\nfrom plan import plan\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return x[:, torch.from_numpy(plan(4))]\n"
+    )
+    res = _check(tmp_path, "--unsafe-fixes")
+    assert "plan.py:5:12: DYN105" in res.output and "DYN105 [*]" not in res.output, res.output
+    assert "compiler.disable" not in _check(tmp_path, "--unsafe-fixes", "--diff").output
+    # The same helper beside the module that calls it gets the decorator.
+    (tmp_path / "net.py").write_text(
+        "import numpy as np\nimport torch\nfrom torch import nn\n\n\n"
+        "def plan(n):\n    perm = np.random.permutation(n)\n    return perm[:2].copy()\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return x[:, torch.from_numpy(plan(4))]\n"
+    )
+    (tmp_path / "plan.py").unlink()
+    res = _check(tmp_path, "--unsafe-fixes", "--diff")
+    assert "+@torch.compiler.disable\n def plan(n):" in res.output, res.output
+
+
+# --------------------------------------------------------------------------------------------
 # DYN106: NumPy math on Python numbers
 
 

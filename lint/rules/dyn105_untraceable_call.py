@@ -45,6 +45,15 @@ def forward(self, x):
 Time and seed outside the compiled region (around the call of the compiled model); use
 `torch.rand` instead of `random.random()` for randomness inside the model, and
 `torch.where(torch.rand(()) < p, ...)` instead of branching on a draw.
+
+## Fix (unsafe)
+In a helper that compiled code calls and that works on Python and NumPy values only (random
+planning, index bookkeeping: no parameter holds a tensor, no torch call makes one), the autofix
+puts `@torch.compiler.disable` on the helper. Each call then costs one break and the helper runs
+as plain Python, instead of a break at the call plus one at every unsupported step inside
+(BigBird's random-attention planning, train mode, torch 2.13: 29 graphs -> 11). Eager runs are
+unchanged; unsafe because what Dynamo compiled of the helper now runs eagerly. Findings of
+DYN110, DYN120 and DYN130 in such a helper get the same fix when they have none of their own.
 """
 
 from typing import Optional
@@ -155,6 +164,7 @@ class UntraceableCall(Rule):
     name = "untraceable-call"
     summary = "Call into a module Dynamo skips"
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
+    fixable = "unsafe"
     gb_types = (
         ("GB0007", "Attempted to call function marked as skipped"),
         ("GB0014", "Attempted to wrap RNN, GRU, or LSTM"),
@@ -244,6 +254,50 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # A host-side planning helper: one break per call once it runs outside the graph.
+            """
+            import numpy as np
+            import torch
+
+
+            def plan(n, k):
+                perm = np.random.permutation(n)  # expect: DYN105
+                order = np.argsort(perm * 2 + 1)
+                if order[0] > 1:  # expect: DYN120
+                    order = order[::-1]
+                return order[:k].copy()
+
+
+            @torch.compile
+            def f(x):
+                h = x * 2
+                idx = torch.from_numpy(plan(x.shape[-1], 2))
+                return h[:, idx]
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import numpy as np
+                import torch
+
+
+                @torch.compiler.disable
+                def plan(n, k):
+                    perm = np.random.permutation(n)  # expect: DYN105
+                    order = np.argsort(perm * 2 + 1)
+                    if order[0] > 1:  # expect: DYN120
+                        order = order[::-1]
+                    return order[:k].copy()
+
+
+                @torch.compile
+                def f(x):
+                    h = x * 2
+                    idx = torch.from_numpy(plan(x.shape[-1], 2))
+                    return h[:, idx]
+            """,
+            fixed_graphs=2,
+        ),
         Example(
             """
             import time

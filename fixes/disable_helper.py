@@ -1,0 +1,121 @@
+"""DYN105 / DYN110 / DYN120 / DYN130 in a host-side helper: run the helper outside the graph.
+
+    def plan(n):                                   @torch.compiler.disable
+        perm = np.random.permutation(n)      ->    def plan(n):
+        ...                                            perm = np.random.permutation(n)
+
+A helper that compiled code calls and that works on Python and NumPy values only (random
+planning, index bookkeeping) breaks the graph wherever Dynamo cannot trace it. A break inside a
+called function also breaks the caller at the call, and Dynamo then traces the helper as a frame
+of its own, breaking again at every unsupported step (in loops, once per iteration and
+recompiling). With `@torch.compiler.disable` Dynamo does not enter the helper: one break at each
+call, the helper runs as plain Python (measured on BigBird's random-attention planning in train
+mode, torch 2.13: 29 graphs -> 11).
+
+Unsafe: eager behaviour is the same, but what was compiled of the helper now runs eagerly. So it is
+offered only where nothing of the helper is worth compiling: no parameter is known or presumed to
+hold a tensor, and the body calls no torch function that makes tensors; only for a helper (never
+`forward` or a compiled function itself, whose whole graph would go), defined at module or class
+level in a file that imports torch at module level, and not already disabled.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from dynalint.findings import UNSAFE
+from dynalint.lint.kinds import TORCH_NON_TENSOR_FUNCS
+from dynalint.lint.nodes import dotted
+from dynalint.lint.rule import RuleContext
+
+from .base import guarded, insert_line_before, make_fix, source_info
+from .imports import imports_torch, torch_name
+
+# Rules whose findings in such a helper get this fix when they have none of their own.
+CODES = frozenset({"DYN105", "DYN110", "DYN120", "DYN130"})
+REGISTRY = "disable_helper"
+DISABLE_DECORATORS = frozenset({"disable", "_disable_dynamo"})
+# torch namespaces whose calls make no tensors.
+NON_TENSOR_NAMESPACES = ("torch.compiler.", "torch._dynamo.", "torch.jit.", "torch.cuda.", "torch.backends.")
+
+
+def disable_helper_fix(ctx: RuleContext, code: str):
+    """The fix for a finding of `code` in the function being walked, or None."""
+    if code not in CODES:
+        return None
+    fn = ctx.fn
+    info = source_info(ctx.module, fn)
+    verdict = info.registry.setdefault(REGISTRY, {})
+    key = id(fn)
+    if key not in verdict:
+        verdict[key] = _host_side_helper(ctx, info, fn)
+    if not verdict[key]:
+        return None
+    return guarded(code, lambda positions, module: _fix(info, positions, fn))
+
+
+def _host_side_helper(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:
+    if ctx.is_root or ctx.has_tensor_params or fn.name.value.startswith("__"):
+        return False
+    if not isinstance(info.parent(fn), (cst.Module, cst.IndentedBlock)):
+        return False
+    holder = info.parent(info.parent(fn)) if isinstance(info.parent(fn), cst.IndentedBlock) else None
+    if holder is not None and not isinstance(holder, cst.ClassDef):
+        return False  # a nested function: its enclosing function is what runs compiled
+    if any((dotted(d.decorator) or "").split(".")[-1] in DISABLE_DECORATORS for d in fn.decorators):
+        return False
+    if not imports_torch(ctx.module) or torch_name(ctx.module) is None:
+        return False
+    return not _makes_tensors(ctx, info, fn)
+
+
+def _makes_tensors(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:
+    """Does the body make or read tensors: a torch call that makes one, a tensor attribute of
+    `self` (a parameter, a buffer), a call of a submodule or any `self.` callable that is not one of
+    the class's own methods?"""
+    holder = info.parent(info.parent(fn)) if isinstance(info.parent(fn), cst.IndentedBlock) else None
+    methods = (
+        {s.name.value for s in holder.body.body if isinstance(s, cst.FunctionDef)}
+        if isinstance(holder, cst.ClassDef)
+        else set()
+    )
+    found = False
+
+    class Uses(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            attr = ctx.self_attr(node.func)
+            if attr is not None:
+                found = found or attr not in methods
+                return
+            q = ctx.call_name(node)
+            if q is None or not (q == "torch" or q.startswith("torch.")):
+                return
+            if q.startswith(NON_TENSOR_NAMESPACES) or q.rsplit(".", 1)[-1] in TORCH_NON_TENSOR_FUNCS:
+                return
+            found = True
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            nonlocal found
+            if ctx.self_attr(node) is not None and ctx.is_tensor(node):
+                found = True
+
+    fn.body.visit(Uses())
+    return found
+
+
+def _fix(info, positions, fn: cst.FunctionDef):
+    row = positions[fn.name].start.line
+    line = info.line(row)
+    if not line.lstrip().startswith(("def ", "async def ")):
+        return None
+    torch = torch_name(info.module)
+    decorator = f"{info.indentation(row)}@{torch}.compiler.disable{info.newline}"
+    return make_fix(
+        UNSAFE,
+        f"Run `{fn.name.value}` outside the graph (`@{torch}.compiler.disable`): one break per call instead of "
+        "the breaks inside it",
+        [insert_line_before(row, decorator)],
+    )
