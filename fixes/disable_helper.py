@@ -27,7 +27,7 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE
 from dynalint.lint.kinds import TORCH_NON_TENSOR_FUNCS
-from dynalint.lint.nodes import dotted
+from dynalint.lint.nodes import dotted, is_none
 from dynalint.lint.rule import RuleContext
 
 from .base import guarded, insert_line_before, make_fix, source_info
@@ -57,7 +57,9 @@ def disable_helper_fix(ctx: RuleContext, code: str):
 
 
 def _host_side_helper(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:
-    if ctx.is_root or ctx.has_tensor_params or fn.name.value.startswith("__"):
+    if ctx.is_root or fn.name.value.startswith("__"):
+        return False
+    if any(not _read_back_only(info, fn, name) for name in ctx.tensor_params):
         return False
     if not isinstance(info.parent(fn), (cst.Module, cst.IndentedBlock)):
         return False
@@ -69,6 +71,53 @@ def _host_side_helper(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:
     if not imports_torch(ctx.module) or torch_name(ctx.module) is None:
         return False
     return not _makes_tensors(ctx, info, fn)
+
+
+# Tensor methods that hand a tensor's values to Python: a parameter used only through them (and
+# `is None` tests) is read back to the host at once (wav2vec2's `attention_mask.sum(-1).tolist()`).
+READ_BACK = frozenset({"tolist", "item", "numpy"})
+
+
+def _read_back_only(info, fn: cst.FunctionDef, name: str) -> bool:
+    """Is every use of parameter `name` in the body an `is (not) None` test or the start of a chain
+    of method calls ending in `.tolist()` / `.item()` / `.numpy()`? (Assigned to: no.)"""
+    for node in _names(fn.body, name):
+        parent = info.parent(node)
+        if isinstance(parent, cst.Comparison) and parent.left is node and all(
+            isinstance(c.operator, (cst.Is, cst.IsNot)) and is_none(c.comparator) for c in parent.comparisons
+        ):
+            continue
+        last = None
+        current: cst.CSTNode = node
+        while True:
+            attr = info.parent(current)
+            call = info.parent(attr) if isinstance(attr, cst.Attribute) and attr.value is current else None
+            if not (isinstance(call, cst.Call) and call.func is attr):
+                break
+            last, current = attr.attr.value, call
+        if last not in READ_BACK:
+            return False
+    return True
+
+
+def _names(root: cst.CSTNode, name: str) -> list:
+    found = []
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name:
+                found.append(node)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)  # `x.name` is no use of the parameter `name`
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)  # nor is the keyword of `f(name=...)`
+            return False
+
+    root.visit(Names())
+    return found
 
 
 def _makes_tensors(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:

@@ -45,8 +45,8 @@ class RuleContext(Protocol):
         """Is the function where compiling starts (`forward`, a compiled function), not a helper?"""
 
     @property
-    def has_tensor_params(self) -> bool:
-        """Is some parameter of the function bound to a tensor or a presumed one?"""
+    def tensor_params(self) -> "AbstractSet[str]":
+        """The function's parameters bound to a tensor or a presumed one."""
 
     def in_assignment_target(self) -> bool:
         """Is the node being checked (part of) an assignment target (`x[mask] = v`)?"""

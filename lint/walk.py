@@ -100,7 +100,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.is_root = self.is_forward or bool(info is not None and info.compile_root) or (
             cls is None and fn.name.value in fa.compile_called_names
         )
-        self.has_tensor_params = False  # some parameter is bound to a (presumed) tensor
+        self.tensor_params: frozenset = frozenset()  # parameters bound to a (presumed) tensor
         self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
         self.buffer_attrs = fa.buffer_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
@@ -273,7 +273,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         for star in (self.fn.params.star_arg, self.fn.params.star_kwarg):
             if type(star) is cst.Param:
                 self.env[star.name.value] = N
-        self.has_tensor_params = any(self.env.get(name) in TENSORISH for name in self.param_slots)
+        self.tensor_params = frozenset(name for name in self.param_slots if self.env.get(name) in TENSORISH)
 
     def _int_only_params(self) -> frozenset:
         """Parameters of this function whose every use is one only an int has here: an argument

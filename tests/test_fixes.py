@@ -1586,6 +1586,34 @@ def test_host_side_helper_is_disabled_below_its_other_decorators():
     )
 
 
+def test_helper_reading_a_tensor_argument_back_to_python_is_disabled():
+    # wav2vec2's SpecAugment planning: the mask is read back at once (`.tolist()`), the rest is NumPy.
+    code = """
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        def spans(shape, mask: torch.Tensor | None = None):
+            lengths = mask.detach().sum(-1).tolist() if mask is not None else [shape[1]] * shape[0]
+            return np.stack([np.random.choice(n, 2, replace=False) for n in lengths])
+
+
+        def scaled(shape, mask: torch.Tensor):
+            lengths = (mask * 2).sum(-1).tolist()
+            return np.stack([np.random.choice(n, 2, replace=False) for n in lengths])
+
+
+        class Net(nn.Module):
+            def forward(self, x, attention_mask=None):
+                idx = spans(x.shape, mask=attention_mask) + scaled(x.shape, mask=attention_mask)
+                return x[:, torch.from_numpy(idx[0])]
+        """
+    result = fixed(code)
+    assert "@torch.compiler.disable\ndef spans(" in result.text
+    assert "@torch.compiler.disable\ndef scaled(" not in result.text  # the mask is computed with first
+
+
 def test_helpers_that_work_on_tensors_or_start_compiling_are_not_disabled():
     code = """
         import numpy as np
