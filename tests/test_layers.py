@@ -99,6 +99,7 @@ def test_rules_offer_every_fix_they_name():
     import dynalint.fixes.providers as providers
 
     names = set()
-    for path in (ROOT / "lint" / "rules").glob("dyn*.py"):
+    # The rules, and the walk (which offers the host-side helper fix on any finding without one).
+    for path in [*(ROOT / "lint" / "rules").glob("dyn*.py"), ROOT / "lint" / "walk.py"]:
         names |= set(re.findall(r'offer_fix\("(\w+)"', path.read_text()))
     assert names and names == set(providers.PROVIDERS)
