@@ -48,14 +48,16 @@ def longformer_tiny(hidden: int = 64, layers: int = 2, seq: int = 250, batch: in
     return LongformerModel(cfg), {"input_ids": _ids(batch, seq)}
 
 
-def big_bird_block_sparse(hidden: int = 64, layers: int = 2, seq: int = 128, batch: int = 2, block: int = 8):
-    """BigBird with block-sparse attention (sequence long enough for it)."""
+def big_bird_block_sparse(hidden: int = 64, layers: int = 2, seq: int = 128, batch: int = 2, block: int = 8,
+                          dropout: float = 0.1):
+    """BigBird with block-sparse attention (sequence long enough for it). In train mode it plans its
+    random attention with NumPy on every call; `dropout=0` keeps train-mode outputs comparable."""
     from transformers import BigBirdConfig, BigBirdModel
 
     cfg = BigBirdConfig(vocab_size=128, hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=max(4, hidden // 64), intermediate_size=hidden * 4 if hidden > 64 else 128,
                         max_position_embeddings=max(512, seq), block_size=block, num_random_blocks=2,
-                        attention_type="block_sparse")
+                        attention_type="block_sparse", hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     return BigBirdModel(cfg), {"input_ids": _ids(batch, seq)}
 
 
@@ -150,6 +152,8 @@ CASES = [
     Case("longformer", f"{THIS}::longformer_tiny", {"target_args": REAL_LONGFORMER}),
     Case("led", f"{THIS}::led_tiny", {"target_args": REAL_LED}),
     Case("big_bird (block sparse)", f"{THIS}::big_bird_block_sparse", {"target_args": REAL_BIG_BIRD}),
+    Case("big_bird (block sparse, train)", f"{THIS}::big_bird_block_sparse",
+         {"target_args": {**REAL_BIG_BIRD, "dropout": 0.0}, "train": True}),
     Case("ctrl", f"{THIS}::ctrl_model", {"target_args": REAL_CTRL}),
     Case("switch_transformers", f"{THIS}::switch_model", {"target_args": REAL_SWITCH}),
     Case("switch_transformers (large)", f"{THIS}::switch_model", {"target_args": LARGE_SWITCH}),
@@ -169,7 +173,7 @@ def run_case(case: Case, device: str, repeat: int, unsafe: bool, timeout: float,
                         unsafe_fixes=unsafe or bool(opts.get("unsafe_fixes")),
                         input_shape=opts.get("input_shape"), second_input_shape=opts.get("second_input_shape"),
                         dynamic=opts.get("dynamic"), target_args=opts.get("target_args"), max_seconds=max_time,
-                        cold_compile=cold_compile, settings=settings)
+                        cold_compile=cold_compile, settings=settings, train=bool(opts.get("train")))
     except VerifyError as exc:
         return {"target": case.target, "error": str(exc), "details": exc.details[-3000:]}
     return report

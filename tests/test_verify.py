@@ -573,3 +573,20 @@ def test_a_break_inside_torch_is_placed_at_the_user_frame_that_led_there():
     # A break in user code keeps its own place.
     own = DynamoLog(trace=False)._parse_break("Graph break in user code at /proj/model.py:20\nGraph Break Reason: x\n")
     assert (own["filename"], own["lineno"]) == ("/proj/model.py", 20)
+
+
+@pytest.mark.torch
+def test_train_mode_reaches_breaks_eval_mode_does_not_and_the_helper_fix_lowers_them():
+    target = f"{fixture('train_planning.py')}::TrainPlanning"
+    common = ("--input-shape", "4,16", "--no-timing", "--unsafe-fixes", "--output-format", "json")
+    evaluated = json.loads(invoke(target, *common).output)
+    assert not evaluated["train"] and evaluated["before"]["graph_break_count"] == 0
+    result = invoke(target, "--train", *common)
+    assert result.exit_code == 0, result.output
+    trained = json.loads(result.output)
+    assert trained["train"] and trained["outputs_status"] == "equal"
+    # The planning helper runs outside the graph: one break at its call instead of one in the
+    # caller plus those inside it.
+    assert [f["code"] for f in trained["fixes"]] and "compiler.disable" in trained["fixes"][0]["message"]
+    assert trained["after"]["graph_count"] < trained["before"]["graph_count"], (trained["before"], trained["after"])
+    assert trained["after"]["graph_break_count"] >= 1

@@ -60,6 +60,9 @@ def _shape(ctx, param, value: Optional[str]) -> Optional[list[int]]:
 @click.option("--try-settings", is_flag=True,
               help="Also try Dynamo settings (capture_scalar_outputs, capture_dynamic_output_shape_ops; allow_rnn where an RNN broke) on the code "
                    "and suggest one that lowers the breaks with outputs equal.")
+@click.option("--train", is_flag=True,
+              help="Run a module in train mode (default: eval): breaks only training reaches (dropout, random "
+                   "planning, gradient checkpointing). Outputs are compared with the same seed; give it dropout 0.")
 @click.option("--fullgraph", is_flag=True,
               help="For CI: exit 1 unless the code as it is compiles to one graph with no break, skipped frame or "
                    "recompile (give --second-inputs/--second-input-shape to check recompiles).")
@@ -67,7 +70,7 @@ def _shape(ctx, param, value: Optional[str]) -> Optional[list[int]]:
 @click.option("-v", "--verbose", is_flag=True, help="On errors, print the traceback and the child's output.")
 @click.help_option("-h", "--help")
 def verify(target, inputs, input_shape, second_inputs, second_input_shape, unsafe_fixes, device, dynamic, repeat,
-           warmup, max_time, threads, target_args, no_timing, backend, seed, timeout, sys_path, try_settings, fullgraph, output_format, verbose):
+           warmup, max_time, threads, target_args, no_timing, backend, seed, timeout, sys_path, try_settings, train, fullgraph, output_format, verbose):
     """Run TARGET (`file.py::Class`, `file.py::factory` or `pkg.module:Name`) and its in-memory fixed
     version through torch._dynamo.explain; compare outputs and time both compiled versions."""
     if importlib.util.find_spec("torch") is None:
@@ -88,7 +91,7 @@ def verify(target, inputs, input_shape, second_inputs, second_input_shape, unsaf
             target, inputs=inputs, input_shape=input_shape, second_inputs=second_inputs,
             second_input_shape=second_input_shape, device=device, dynamic=dynamic, repeat=repeat, warmup=warmup,
             timing=not no_timing, max_seconds=max_time, threads=threads, target_args=parsed_args, backend=backend, seed=seed, unsafe_fixes=unsafe_fixes,
-            sys_path=[str(p) for p in sys_path], timeout=timeout, verbose=verbose, settings=try_settings,
+            sys_path=[str(p) for p in sys_path], timeout=timeout, verbose=verbose, settings=try_settings, train=train,
         )
     except VerifyError as exc:
         error(str(exc))

@@ -215,7 +215,8 @@ def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list
 
 
 def render_text(report: dict) -> str:
-    out = [f"dynalint verify {report['target']}  (torch {report['torch']}, {report['device_name']})", ""]
+    mode = ", train mode" if report.get("train") else ""
+    out = [f"dynalint verify {report['target']}  (torch {report['torch']}, {report['device_name']}{mode})", ""]
     out += _table(_GRAPH_HEADER, _graph_rows(report))
     if report.get("note"):
         out += ["", report["note"]]
@@ -262,7 +263,8 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_markdown(report: dict) -> str:
-    out = [f"### `dynalint verify {report['target']}`", "", f"torch {report['torch']}, {report['device_name']}", ""]
+    mode = ", train mode" if report.get("train") else ""
+    out = [f"### `dynalint verify {report['target']}`", "", f"torch {report['torch']}, {report['device_name']}{mode}", ""]
     out += _md_table(_GRAPH_HEADER, _graph_rows(report))
     if report.get("note"):
         out += ["", report["note"]]

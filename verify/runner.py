@@ -350,6 +350,7 @@ def verify(
     timeout: float = DEFAULT_TIMEOUT,
     verbose: bool = False,
     settings: bool = False,
+    train: bool = False,
 ) -> dict[str, Any]:
     """Measure the original, fix its files in memory, measure the fixed version, reconcile.
 
@@ -366,6 +367,7 @@ def verify(
         "sys_path": list(sys_path or []), "verbose": verbose,
         "cold_compile": timing if cold_compile is None else cold_compile,
         "max_seconds": max_seconds, "threads": threads, "target_args": dict(target_args or {}),
+        "eval": not train,
     }
     config = config or _config_for(target)
     with tempfile.TemporaryDirectory(prefix="dynalint-verify-ref-") as ref:
@@ -396,6 +398,7 @@ def verify(
         "device": before["device"],
         "device_name": before["device_name"],
         "dynamic": dynamic,
+        "train": train,
         "before": _graph_view(before, linted.findings, linted.by_display),
         "after": _graph_view(after or before, remaining if after else linted.findings, linted.by_display),
         "fixes": [{"code": f.code, "filename": display_name(f.filename), "row": f.row, "message": f.fix.message,
