@@ -186,7 +186,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return
         if fix is None:
             # A break in a host-side helper: the helper can run outside the graph (fixes/disable_helper).
-            fix = offer_fix("disable_helper", self, rule.code)
+            fix = offer_fix("disable_helper", self, rule.code, node)
         self.fa.add_finding(node, rule.code, message, self.qual, data or {}, fix)
         self.fa.note_part(self.fn, self._part)
 

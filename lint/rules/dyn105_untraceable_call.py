@@ -49,11 +49,14 @@ Time and seed outside the compiled region (around the call of the compiled model
 ## Fix (unsafe)
 In a helper that compiled code calls and that works on Python and NumPy values only (random
 planning, index bookkeeping: no parameter holds a tensor, no torch call makes one), the autofix
-puts `@torch.compiler.disable` on the helper. Each call then costs one break and the helper runs
-as plain Python, instead of a break at the call plus one at every unsupported step inside
-(BigBird's random-attention planning, train mode, torch 2.13: 29 graphs -> 11). Eager runs are
-unchanged; unsafe because what Dynamo compiled of the helper now runs eagerly. Findings of
-DYN110, DYN120 and DYN130 in such a helper get the same fix when they have none of their own.
+puts `@torch.compiler.disable` on the helper, where the break is reached on every call (not after
+an early `return`, in a branch, loop or comprehension: a call that skips it would gain a break).
+Each call then costs one break and the helper runs as plain Python, instead of a break at the call
+plus one at every unsupported step inside (wav2vec2-family SpecAugment planning,
+`_compute_mask_indices`). Eager runs are unchanged; unsafe because what Dynamo compiled of the
+helper now runs eagerly, and NumPy random draws there come from NumPy again (Dynamo draws them from
+torch's generator). Findings of DYN110, DYN120 and DYN130 in such a helper get the same fix when
+they have none of their own.
 """
 
 from typing import Optional
