@@ -295,6 +295,19 @@ def _trivia_types() -> frozenset:
 
 TRIVIA = _trivia_types()
 
+
+def _leaf_types() -> frozenset:
+    """Node classes with no children but trivia: every field libcst visits holds only trivia
+    by its type hint (`Name`, `Integer`, `SimpleString`, `Pass`...)."""
+    out = set()
+    for cls in _all_subclasses(cst.CSTNode) - TRIVIA:
+        if cls.__abstractmethods__ if hasattr(cls, "__abstractmethods__") else False:
+            continue
+        order = _fields_from_code(cls)
+        if order is not None and all(_field_plan(cls, name, TRIVIA) == "drop" for name in order):
+            out.add(cls)
+    return frozenset(out)
+
 _HOOKS: dict[tuple[type, type, str], Optional[Callable]] = {}
 
 
@@ -743,15 +756,19 @@ _SKIPPABLE: dict[tuple, frozenset] = {}
 
 
 def skippable(visitor_cls: type, wanted_types) -> frozenset:
-    """Trivia types a walk with this visitor may step over: no hook of the visitor and none of
-    `wanted_types` (the node types rules asked for) names them."""
+    """Node types a walk with this visitor may step over: trivia, and leaves (`LEAVES`: names,
+    numbers, strings), that no hook of the visitor and none of `wanted_types` (the node types
+    rules asked for) names. Visiting a leaf nobody looks at does nothing."""
     key = (visitor_cls, frozenset(wanted_types))
     found = _SKIPPABLE.get(key)
     if found is None:
         found = frozenset(
             t
-            for t in TRIVIA
+            for t in TRIVIA | LEAVES
             if t not in key[1] and hook(visitor_cls, t, "visit") is None and hook(visitor_cls, t, "leave") is None
         )
         _SKIPPABLE[key] = found
     return found
+
+
+LEAVES = _leaf_types()
