@@ -469,6 +469,14 @@ def test_children_are_libcsts_children(newline):
         assert all(a is b for a, b in zip(fastcst.children(node), node.children))
 
 
+def test_the_listed_leaves_have_no_children_but_trivia():
+    # A walk steps over leaves nobody looks at: each listed class must be one (its every
+    # visited field can only hold trivia), and the usual ones are listed.
+    leaves = fastcst._leaf_types()
+    assert fastcst.LEAVES <= leaves
+    assert {cst.Name, cst.Integer, cst.SimpleString, cst.Float} <= fastcst.LEAVES
+
+
 def test_children_without_trivia_read_only_the_fields_that_can_hold_code():
     """`children_without` leaves out fields whose type hints allow only stepped-over types: on
     real code (the sample, every fixture, three transformers models) it gives exactly libcst's
@@ -483,7 +491,7 @@ def test_children_without_trivia_read_only_the_fields_that_can_hold_code():
     except (ImportError, OSError):
         pass
     partial = fastcst.TRIVIA - {cst.Comma, cst.Colon, cst.Add, cst.SimpleWhitespace}
-    for skip in (fastcst.TRIVIA, partial):
+    for skip in (fastcst.TRIVIA, partial, fastcst.TRIVIA | fastcst.LEAVES):
         table = fastcst.children_without(skip)
         for text in texts:
             for node in fastcst.iter_nodes(cst.parse_module(text)):
