@@ -517,12 +517,41 @@ def positions(module: cst.Module, source: Optional[str] = None, within: Optional
     top-level statement, and that to the whole module. Nodes outside the positioned pieces are
     positioned on first access (the whole module, once).
     """
-    out = Positions(module)
     if source is not None:
         _remember_source(module, source)
+    if within is not None and source is not None and getattr(within, "parts", None):
+        # First only the statements of the functions' bodies that reported, each when found
+        # once in the file; any other node is looked up in the positions the rest of this
+        # function gives, computed on first need.
+        rest = _Deferred(module, lambda into: _positions_within(module, source, within, into), None)
+        out = Positions(module, fallback=rest)
+        if _position_parts(module, source, within, out):
+            return out
+    out = Positions(module)
     if within is None or source is None or not _positions_within(module, source, within, out):
         out.position_whole_module()
     return out
+
+
+def _position_parts(module: cst.Module, source: str, within: "Enclosing", out: Positions) -> bool:
+    """Position the reported statements of every function of `within` (`Enclosing.parts`);
+    False if a function has none known or one is not found exactly once."""
+    parts = within.parts
+    lines = _SourceLines(source)
+    for stmt in module.body:
+        if stmt not in within:
+            continue
+        pieces = within.functions.get(stmt)
+        if not pieces:
+            return False
+        for node, _ in pieces:
+            found = parts.get(id(node))
+            if found is None:
+                return False
+            for part, indents in _with_indents(found):
+                if _position_piece(module, source, part, indents, 0, len(source), out, lines) is None:
+                    return False
+    return True
 
 
 def _positions_within(module: cst.Module, source: str, within: set, out: Positions) -> bool:
@@ -620,6 +649,8 @@ class _Deferred(Positions):
             self._fill = None
             if not fill(self):
                 self.raw, self.delta = {}, {}
+                if self.fallback is None:  # as `positions` does when the pieces fail
+                    self.position_whole_module()
             return self[node]
         return super().__missing__(node)
 

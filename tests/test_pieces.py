@@ -262,3 +262,24 @@ def test_statement_positions_of_reported_statements_fall_back_to_their_functions
             assert got[node] == reference[node]
         assert got[module.body[0]] == reference[module.body[0]]  # outside: the whole module
     assert pieces == [cst.SimpleStatementLine, cst.FunctionDef]  # the function once, on need
+
+
+def test_positions_of_reported_statements_in_a_small_file_match_the_whole_module():
+    # The same in a file below the windowed size: each reported statement is searched in the
+    # whole text (found once, or the functions are positioned as before).
+    from dynalint.lint import fastcst
+
+    text = (
+        "import torch\n\n\nclass M(torch.nn.Module):\n"
+        "    def forward(self, x):\n        y = x + 1\n        print(y)\n        return y\n\n"
+        "    def other(self, y):\n        print(y)\n        return y * 2\n"
+    )
+    module = cst.parse_module(text)
+    forward = module.body[1].body.body[0]
+    reference = fastcst.positions(module)
+    for stmt, unique in ((forward.body.body[0], True), (forward.body.body[1], False)):
+        within = fastcst.enclosing_statements(module, [forward], {id(forward): {id(stmt): stmt}})
+        got = fastcst.positions(module, text, within)
+        assert stmt in got.raw and (forward in got.raw) is not unique  # the function only when needed
+        for node in fastcst.iter_nodes(module):
+            assert got[node] == reference[node]
