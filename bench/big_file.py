@@ -105,11 +105,13 @@ def assert_chain_file(terms: int) -> str:
 
 def phases(text: str, whole_parse: bool = False) -> dict[str, float]:
     """CPU seconds of each phase of one file's analysis, in this process, with the cycle collector
-    off as `dynalint check` runs it: libcst's parse, then the analyzer's steps (its methods timed
-    where they are called; "kind inference" is the rest of the analysis: the two passes over every
-    function that only infer kinds)."""
+    off and the fixes rules offer loaded, as `dynalint check` runs it: libcst's parse, then the
+    analyzer's steps (its methods timed where they are called; "kind inference" is the rest of
+    the analysis: the two passes over every function that only infer kinds). The fixes' own
+    work falls in the rules' walk (what they gather there) and in "positions and fixes"."""
     import gc
 
+    import dynalint.fixes.providers  # noqa: F401  (as the engine does: rules offer their fixes)
     from dynalint.lint import analyzer, fastcst, parsing
     from dynalint.lint.deep import call_deep
 
@@ -143,9 +145,12 @@ def phases(text: str, whole_parse: bool = False) -> dict[str, float]:
     }
     saved = {attr: getattr(fa_cls, attr) for attr in steps.values()}
     saved_positions = fastcst.positions
+    saved_of = fastcst.StatementPositions.of
     for name, attr in steps.items():
         setattr(fa_cls, attr, timed(name, saved[attr]))
+    # the positions computed up front (a big file's: one top-level statement at a time)
     fastcst.positions = timed("  of which positions", saved_positions)
+    fastcst.StatementPositions.of = timed("  of which positions", saved_of)
 
     def run() -> None:
         start = time.process_time()
@@ -170,6 +175,7 @@ def phases(text: str, whole_parse: bool = False) -> dict[str, float]:
         for attr, fn in saved.items():
             setattr(fa_cls, attr, fn)
         fastcst.positions = saved_positions
+        fastcst.StatementPositions.of = saved_of
         parsing.PIECES_FROM = pieces_from
     times["kind inference"] = times["analysis"] - sum(times.get(name, 0.0) for name in steps)
     order = ["libcst parse", "module scans", "class tables", "kind inference", "rules' walk", "positions and fixes", "  of which positions", "summary"]

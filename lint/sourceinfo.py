@@ -63,21 +63,29 @@ class SourceInfo:
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         found = self._parents.get(id(node))
         if found is None and not self._complete:
-            self._map(self.module)
+            self._map(self.module, trivia=True)
             self._complete = True
             found = self._parents.get(id(node))
         return found
 
-    def _map(self, root: cst.CSTNode, descend: Optional[tuple] = None) -> None:
-        """Parents of the nodes under root; with `descend`, only of those under nodes of these types."""
+    def _map(self, root: cst.CSTNode, descend: Optional[tuple] = None, trivia: bool = False) -> None:
+        """Parents of the nodes under root; with `descend`, only of those under nodes of these
+        types. Whitespace and punctuation (`fastcst.TRIVIA`, which hold nothing else) only with
+        `trivia`, the whole-module map a node not mapped yet asks for: fixes ask about code."""
         parents = self._parents
+        table = _ALL_CHILDREN if trivia else _CODE_CHILDREN
+        skip = frozenset() if trivia else fastcst.TRIVIA
+        enters = fastcst.type_test(descend) if descend is not None else None
         stack: list[cst.CSTNode] = [root]
         while stack:
             node = stack.pop()
-            # fastcst.children: the same child nodes as `.children`, without libcst rebuilding `node`.
-            for child in fastcst.children(node):
+            # the same child nodes as `.children`, without libcst rebuilding `node`
+            kids = table.get(node.__class__)
+            if kids is None:
+                kids = fastcst.kids_of(table, skip, node)
+            for child in kids(node):
                 parents[id(child)] = node
-                if descend is None or isinstance(child, descend):
+                if enters is None or enters(child.__class__):
                     stack.append(child)
 
     @property
@@ -127,3 +135,7 @@ def source_info(module: cst.Module, function: Optional[cst.CSTNode] = None) -> S
     if _last[0] is not module:
         _last[0], _last[1] = module, SourceInfo(module)
     return _last[1].cover(function) if function is not None else _last[1]
+
+
+_CODE_CHILDREN = fastcst.children_without(fastcst.TRIVIA)
+_ALL_CHILDREN = fastcst.children_without(frozenset())
