@@ -183,8 +183,8 @@ def test_a_big_file_with_a_syntax_error_is_reported_as_before(monkeypatch):
 def test_a_big_file_places_its_findings_one_statement_at_a_time(monkeypatch, model):
     # In a big file each top-level statement's findings are placed with its positions only
     # (fastcst.StatementPositions), and of a reporting function only the statements of its body
-    # that reported are positioned; the findings and fixes are those of all positions at once,
-    # where each reporting function is positioned whole.
+    # that reported are positioned; the findings and fixes are those of all positions at once
+    # with each reporting function positioned whole.
     from dynalint.lint import fastcst
 
     import dynalint.fixes.providers  # noqa: F401
@@ -218,6 +218,7 @@ def test_a_big_file_places_its_findings_one_statement_at_a_time(monkeypatch, mod
     assert not any(node_type in (cst.FunctionDef, cst.ClassDef) for node_type, _ in positioned)
     positioned.clear()
     monkeypatch.setattr(fastcst.StatementPositions, "for_file", classmethod(lambda cls, *args: None))
+    monkeypatch.setattr(fastcst, "_position_parts", lambda *args: False)  # whole functions
     assert analyse() == one_at_a_time
     assert positioned and all(node_type is cst.FunctionDef for node_type, _ in positioned)
     assert one_at_a_time["findings"]
