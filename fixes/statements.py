@@ -8,6 +8,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from dynalint.findings import Edit
+from dynalint.lint import fastcst
 
 from .base import SourceInfo, delete_lines, insert_at, replace_node
 
@@ -66,16 +67,24 @@ def string_continuation_rows(positions, root: cst.CSTNode) -> set[int]:
     """Rows that start inside a multi-line string token under root: re-indenting them would change
     the string's value."""
     rows: set[int] = set()
+    is_string = fastcst.type_test((cst.SimpleString, cst.FormattedString))
+    table = _CODE_CHILDREN  # strings are code: whitespace and punctuation hold none
     stack = [root]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.SimpleString, cst.FormattedString)):
+        if is_string(node.__class__):
             rng = positions[node]
             if rng.end.line > rng.start.line:
                 rows.update(range(rng.start.line + 1, rng.end.line + 1))
             continue
-        stack.extend(node.children)
+        kids = table.get(node.__class__)
+        if kids is None:
+            kids = fastcst.kids_of(table, fastcst.TRIVIA, node)
+        stack += kids(node)  # the nodes of `.children`, without libcst rebuilding `node`
     return rows
+
+
+_CODE_CHILDREN = fastcst.children_without(fastcst.TRIVIA)
 
 
 def indent_rows(info: SourceInfo, rows: Iterable[int], unit: str, skip: set[int]) -> list[Edit]:

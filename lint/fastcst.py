@@ -767,6 +767,7 @@ def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode], p
     `parts`: id of a function -> {id: statement of its body} (`FileAnalyzer.reported_parts`)."""
     wanted = {id(f) for f in functions}
     contains_statements = type_test(STATEMENT_CONTAINERS)
+    table = children_without(TRIVIA)  # statements and functions are code
     default = module.default_indent
     out = Enclosing()
     found: set = set()
@@ -787,7 +788,10 @@ def enclosing_statements(module: cst.Module, functions: Iterable[cst.CSTNode], p
                 inner = indents
                 if type(node) is cst.IndentedBlock:
                     inner = indents + (default if node.indent is None else node.indent,)
-                stack.extend((child, inner) for child in children(node))
+                kids = table.get(node.__class__)
+                if kids is None:
+                    kids = kids_of(table, TRIVIA, node)
+                stack.extend((child, inner) for child in kids(node))
     return out if found == wanted else None
 
 
