@@ -48,36 +48,43 @@ def disable_helper_fix(ctx: RuleContext, code: str, node: cst.CSTNode):
         return None
     fn = ctx.fn
     info = source_info(ctx.module, fn)
-    if not _reached_on_every_call(info, fn, node):
-        return None
-    verdict = info.registry.setdefault(REGISTRY, {})
-    key = id(fn)
-    if key not in verdict:
-        verdict[key] = _host_side_helper(ctx, info, fn)
-    if not verdict[key]:
+    # Per function, once: the ids of the top-level statements every call reaches, or None where
+    # the function is no host-side helper.
+    verdicts = info.registry.setdefault(REGISTRY, {})
+    if id(fn) not in verdicts:
+        verdicts[id(fn)] = _reached_statements(fn) if _host_side_helper(ctx, info, fn) else None
+    reached = verdicts[id(fn)]
+    if not reached or not _reached_on_every_call(info, fn, node, reached):
         return None
     return guarded(code, lambda positions, module: _fix(info, positions, fn))
 
 
-def _reached_on_every_call(info, fn: cst.FunctionDef, node: cst.CSTNode) -> bool:
-    """Is `node` evaluated on every call that returns normally? Then every call breaks and the
-    decorator cannot add a break: the node is in a top-level statement of the body, not in a
-    branch, loop body, handler, comprehension, lambda, nested function or the right side of
-    `and` / `or`, and no statement before it can `return` (an early `if not self.training:
-    return`, after which a call in eval mode never reaches the break and would gain one)."""
+def _reached_statements(fn: cst.FunctionDef) -> frozenset:
+    """The top-level statements of the body that every call which returns normally evaluates: those
+    before the first that can `return` (an early `if not self.training: return`, after which a call
+    in eval mode never reaches a break and would gain one). None of a generator's (its body runs
+    later, not at the call)."""
+    body = fn.body.body
+    if any(_can_leave(stmt, returns=False) for stmt in body):
+        return frozenset()
+    reached = []
+    for stmt in body:
+        reached.append(id(stmt))
+        if _can_leave(stmt):
+            break
+    return frozenset(reached)
+
+
+def _reached_on_every_call(info, fn: cst.FunctionDef, node: cst.CSTNode, reached: frozenset) -> bool:
+    """Is `node` evaluated on every call? Then every call breaks and the decorator cannot add a
+    break: it is in one of the `reached` top-level statements and not in a branch, loop body,
+    handler, comprehension, lambda, nested function or the right side of `and` / `or`."""
     child, parent = node, info.parent(node)
     while parent is not None and parent is not fn.body:
         if not _evaluated_whenever_parent_is(child, parent):
             return False
         child, parent = parent, info.parent(parent)
-    if parent is None or any(_can_leave(stmt, returns=False) for stmt in fn.body.body):
-        return False  # not reached, or a generator (its body runs later, not at the call)
-    for stmt in fn.body.body:
-        if stmt is child:
-            return True
-        if _can_leave(stmt):
-            return False
-    return False
+    return parent is not None and id(child) in reached
 
 
 def _evaluated_whenever_parent_is(child: cst.CSTNode, parent: cst.CSTNode) -> bool:
