@@ -137,6 +137,9 @@ class Case:
 REAL_LONGFORMER = {"hidden": 512, "layers": 4, "seq": 1000, "batch": 4, "window": 64}
 REAL_LED = {"d_model": 512, "layers": 3, "seq": 1000, "batch": 4, "window": 64, "target": 128}
 REAL_BIG_BIRD = {"hidden": 512, "layers": 4, "seq": 1024, "batch": 4, "block": 64}
+# 1024, 3072 and 4096 take BigBird's fixed plan (`_bigbird_block_rand_mask`); other lengths the
+# general one (`_bigbird_block_rand_mask_with_head`), which the helper split moves out of the graph.
+LONG_BIG_BIRD = {**REAL_BIG_BIRD, "seq": 2048}
 REAL_CTRL = {"hidden": 1024, "layers": 6, "seq": 512, "batch": 4}
 REAL_SWITCH = {"d_model": 512, "layers": 4, "experts": 8, "seq": 512, "batch": 4, "target": 128}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
@@ -154,6 +157,9 @@ CASES = [
     Case("big_bird (block sparse)", f"{THIS}::big_bird_block_sparse", {"target_args": REAL_BIG_BIRD}),
     Case("big_bird (block sparse, train)", f"{THIS}::big_bird_block_sparse",
          {"target_args": {**REAL_BIG_BIRD, "dropout": 0.0}, "train": True}),
+    Case("big_bird (block sparse, seq 2048)", f"{THIS}::big_bird_block_sparse", {"target_args": LONG_BIG_BIRD}),
+    Case("big_bird (block sparse, seq 2048, train)", f"{THIS}::big_bird_block_sparse",
+         {"target_args": {**LONG_BIG_BIRD, "dropout": 0.0}, "train": True}),
     Case("ctrl", f"{THIS}::ctrl_model", {"target_args": REAL_CTRL}),
     Case("switch_transformers", f"{THIS}::switch_model", {"target_args": REAL_SWITCH}),
     Case("switch_transformers (large)", f"{THIS}::switch_model", {"target_args": LARGE_SWITCH}),

@@ -1,4 +1,4 @@
-"""DYN105 / DYN110 / DYN120 / DYN130 in a host-side helper: run the helper outside the graph.
+"""DYN105 / DYN110 / DYN120 / DYN121 / DYN130 in a host-side helper: run the helper outside the graph.
 
     def plan(n):                                   @torch.compiler.disable
         perm = np.random.permutation(n)      ->    def plan(n):
@@ -11,7 +11,8 @@ of its own, breaking again at every unsupported step (in loops, once per iterati
 recompiling). With `@torch.compiler.disable` Dynamo does not enter the helper: one break at each
 call, the helper runs as plain Python. Only where the break is reached on every call: a helper
 that returns early on some calls (BigBird's planning returns zeros in eval mode, which Dynamo
-traces whole) would gain a break on those (measured on an H100, torch 2.11: eval 1 graph -> 15).
+traces whole) would gain a break on those (measured on an H100, torch 2.11: eval 1 graph -> 15);
+fixes/disable_tail.py moves what such a helper does after its early return out instead.
 
 Unsafe: eager behaviour is the same, but what was compiled of the helper now runs eagerly. So it is
 offered only where nothing of the helper is worth compiling: no parameter is known or presumed to
@@ -35,8 +36,9 @@ from .base import guarded, insert_line_before, make_fix, source_info
 from .imports import imports_torch, torch_name
 
 # Rules whose findings in such a helper get this fix when they have none of their own.
-CODES = frozenset({"DYN105", "DYN110", "DYN120", "DYN130"})
+CODES = frozenset({"DYN105", "DYN110", "DYN120", "DYN121", "DYN130"})
 REGISTRY = "disable_helper"
+BREAKING = "disable_helper.breaking"  # names of the functions of the file with findings of CODES
 DISABLE_DECORATORS = frozenset({"disable", "_disable_dynamo"})
 # torch namespaces whose calls make no tensors.
 NON_TENSOR_NAMESPACES = ("torch.compiler.", "torch._dynamo.", "torch.jit.", "torch.cuda.", "torch.backends.")
@@ -48,23 +50,28 @@ def disable_helper_fix(ctx: RuleContext, code: str, node: cst.CSTNode):
         return None
     fn = ctx.fn
     info = source_info(ctx.module, fn)
+    # Functions with a break of their own: a split helper that calls one gains (fixes/disable_tail).
+    info.registry.setdefault(BREAKING, set()).add(fn.name.value)
     # Per function, once: the ids of the top-level statements every call reaches, or None where
     # the function is no host-side helper.
     verdicts = info.registry.setdefault(REGISTRY, {})
     if id(fn) not in verdicts:
         verdicts[id(fn)] = _reached_statements(fn) if _host_side_helper(ctx, info, fn) else None
     reached = verdicts[id(fn)]
-    if not reached or not _reached_on_every_call(info, fn, node, reached):
-        return None
-    return guarded(code, lambda positions, module: _fix(info, positions, fn))
+    if reached and _reached_on_every_call(info, fn, node, reached):
+        return guarded(code, lambda positions, module: _fix(info, positions, fn))
+    # Not the whole helper: perhaps what runs after its early `return` (fixes/disable_tail.py).
+    from .disable_tail import disable_tail_fix
+
+    return disable_tail_fix(ctx, info, code, node)
 
 
-def _reached_statements(fn: cst.FunctionDef) -> frozenset:
-    """The top-level statements of the body that every call which returns normally evaluates: those
-    before the first that can `return` (an early `if not self.training: return`, after which a call
-    in eval mode never reaches a break and would gain one). None of a generator's (its body runs
-    later, not at the call)."""
-    body = fn.body.body
+def _reached_statements(fn: cst.FunctionDef, body: Optional[list] = None) -> frozenset:
+    """The top-level statements of the body (or of these of its statements) that every call which
+    returns normally evaluates: those before the first that can `return` (an early `if not
+    self.training: return`, after which a call in eval mode never reaches a break and would gain
+    one). None of a generator's (its body runs later, not at the call)."""
+    body = fn.body.body if body is None else body
     if any(_can_leave(stmt, returns=False) for stmt in body):
         return frozenset()
     reached = []
@@ -127,10 +134,10 @@ def _can_leave(stmt: cst.CSTNode, returns: bool = True) -> bool:
     return found
 
 
-def _host_side_helper(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:
+def _host_side_helper(ctx: RuleContext, info, fn: cst.FunctionDef, statements: Optional[list] = None) -> bool:
+    """Is `fn` a helper whose body (or these of its top-level `statements`, the part that would run
+    outside the graph) works on Python and NumPy values only?"""
     if ctx.is_root or fn.name.value.startswith("__"):
-        return False
-    if any(not _read_back_only(info, fn, name) for name in ctx.tensor_params):
         return False
     if not isinstance(info.parent(fn), (cst.Module, cst.IndentedBlock)):
         return False
@@ -141,7 +148,10 @@ def _host_side_helper(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:
         return False
     if not imports_torch(ctx.module) or torch_name(ctx.module) is None:
         return False
-    return not _makes_tensors(ctx, info, fn)
+    roots = [fn.body] if statements is None else statements
+    if any(not _read_back_only(info, roots, name) for name in ctx.tensor_params):
+        return False
+    return not any(_makes_tensors(ctx, info, fn, root) for root in roots)
 
 
 # Tensor methods that hand a tensor's values to Python: a parameter used only through them (and
@@ -149,10 +159,11 @@ def _host_side_helper(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:
 READ_BACK = frozenset({"tolist", "item", "numpy"})
 
 
-def _read_back_only(info, fn: cst.FunctionDef, name: str) -> bool:
-    """Is every use of parameter `name` in the body an `is (not) None` test or the start of a chain
-    of method calls ending in `.tolist()` / `.item()` / `.numpy()`? (Assigned to: no.)"""
-    for node in _names(fn.body, name):
+def _read_back_only(info, roots: list, name: str) -> bool:
+    """Is every use of parameter `name` under `roots` (the body, or some of its statements) an
+    `is (not) None` test or the start of a chain of method calls ending in `.tolist()` / `.item()` /
+    `.numpy()`? (Assigned to: no.)"""
+    for node in (found for root in roots for found in _names(root, name)):
         parent = info.parent(node)
         if isinstance(parent, cst.Comparison) and parent.left is node and all(
             isinstance(c.operator, (cst.Is, cst.IsNot)) and is_none(c.comparator) for c in parent.comparisons
@@ -191,8 +202,8 @@ def _names(root: cst.CSTNode, name: str) -> list:
     return found
 
 
-def _makes_tensors(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:
-    """Does the body make or read tensors: a torch call that makes one, a tensor attribute of
+def _makes_tensors(ctx: RuleContext, info, fn: cst.FunctionDef, root: cst.CSTNode) -> bool:
+    """Does `root` (the body or one of its statements) make or read tensors: a torch call that makes one, a tensor attribute of
     `self` (a parameter, a buffer), a call of a submodule or any `self.` callable that is not one of
     the class's own methods?"""
     holder = info.parent(info.parent(fn)) if isinstance(info.parent(fn), cst.IndentedBlock) else None
@@ -222,7 +233,7 @@ def _makes_tensors(ctx: RuleContext, info, fn: cst.FunctionDef) -> bool:
             if ctx.self_attr(node) is not None and ctx.is_tensor(node):
                 found = True
 
-    fn.body.visit(Uses())
+    root.visit(Uses())
     return found
 
 

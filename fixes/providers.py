@@ -25,6 +25,7 @@ from .numpy_math import numpy_math_fix
 from .scalar import item_fix
 from .scalar_math import python_math_fix
 from .select_chain import chain_select_fix
+from .uniform_draw import uniform_draw_fix
 from .where import where_fix
 
 PROVIDERS = {
@@ -34,6 +35,7 @@ PROVIDERS = {
     "numpy_math": numpy_math_fix,  # DYN106
     "item": item_fix,  # DYN110
     "python_math": python_math_fix,  # DYN110
+    "uniform_draw": uniform_draw_fix,  # DYN120 (safe)
     "where": where_fix,  # DYN120
     "raise_check": raise_check_fix,  # DYN120
     "cond": cond_fix,  # DYN120
@@ -45,7 +47,7 @@ PROVIDERS = {
     "duplicate_input": duplicate_input_fix,  # DYN141
     "buffer_local": buffer_local_fix,  # DYN142
     "module_to": module_to_fix,  # DYN203
-    "disable_helper": disable_helper_fix,  # DYN105, DYN110, DYN120, DYN130 in host-side helpers
+    "disable_helper": disable_helper_fix,  # DYN105, DYN110, DYN120, DYN121, DYN130 in host-side helpers
 }
 
 for _name, _provider in PROVIDERS.items():

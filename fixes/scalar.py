@@ -7,6 +7,11 @@
   becomes `t.long()`, which truncates toward zero like `int`). Semantics may shift: the result
   takes tensor type promotion (dtype) instead of Python-scalar promotion.
 
+- the value is one side of the single comparison an `assert` tests (`assert lengths.max().item()
+  <= slen`, XLM): assert the tensor comparison, which Dynamo keeps in the graph. Eager, the same
+  AssertionError; compiled, a failure raises RuntimeError; the comparison takes the tensor's dtype
+  (`float()` of a float32 tensor compared in float32, not float64).
+
 Anything else (an index, a shape, a condition, logging) gets no fix: the value really is needed
 on the host, and the way out is to return the tensor from the compiled region.
 """
@@ -45,6 +50,8 @@ def item_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN110"):
         return guarded(code, lambda positions, module: _delete_or_drop(info, positions, unused, call, receiver, kind, deletable))
     if kind == "bool" or not is_tensor:
         return None
+    if kind in ("item", "float") and _asserted_comparison(info, call):
+        return guarded(code, lambda positions, module: _drop(info, positions, call, receiver, kind, asserted=True))
     if not _feeds_tensor_arithmetic(info, ctx, call):
         return None
     return guarded(code, lambda positions, module: _drop(info, positions, call, receiver, kind))
@@ -67,10 +74,33 @@ def _replacement(info: SourceInfo, positions, receiver: cst.BaseExpression, kind
     return f"{text}.long()" if kind == "int" else text
 
 
-def _drop(info: SourceInfo, positions, call: cst.Call, receiver: cst.BaseExpression, kind: str):
+def _drop(info: SourceInfo, positions, call: cst.Call, receiver: cst.BaseExpression, kind: str,
+          asserted: bool = False):
     what = "`.item()`" if kind == "item" else f"`{kind}()`"
     edit = replace_node(positions, call, _replacement(info, positions, receiver, kind))
+    if asserted:
+        return make_fix(UNSAFE, f"Assert on the tensor comparison (drop {what}): Dynamo keeps it in the graph; "
+                                "compiled, a failure raises RuntimeError instead of AssertionError", [edit])
     return make_fix(UNSAFE, f"Keep the value a tensor (drop {what})", [edit])
+
+
+def _asserted_comparison(info: SourceInfo, call: cst.Call) -> bool:
+    """Is the conversion one side of a single comparison that is a whole `assert`'s test
+    (`assert lengths.max().item() <= slen`)? Asserting the tensor comparison keeps the check in
+    the graph (probed on torch 2.11, 2.13, 2.14.1); a chained comparison or an `and` would take
+    the tensor's truth in Python and break again."""
+    comparison = info.parent(call)
+    if isinstance(comparison, cst.ComparisonTarget):
+        comparison = info.parent(comparison)
+    if not (isinstance(comparison, cst.Comparison) and len(comparison.comparisons) == 1):
+        return False
+    target = comparison.comparisons[0]
+    if not (comparison.left is call or target.comparator is call):
+        return False
+    if not isinstance(target.operator, COMPARISONS):
+        return False
+    statement = info.parent(comparison)
+    return isinstance(statement, cst.Assert) and statement.test is comparison
 
 
 def _delete_or_drop(info, positions, stmt, call, receiver, kind, deletable: bool):

@@ -1624,7 +1624,185 @@ def test_helper_whose_break_some_calls_skip_is_not_disabled():
     result = fixed(code)
     assert result.text.count("@torch.compiler.disable") == 1, result.text
     assert "@torch.compiler.disable\n    def _always(" in result.text
+    # nor split after its return: the break is the last thing the rest does (nothing to gain)
+    assert "_plan_outside_graph" not in result.text
     assert {f.row for f in result.remaining if f.code == "DYN105"} == {11, 14, 20}
+
+
+# What a helper does after an early return: moved into a disabled function (fixes/disable_tail.py)
+
+SPLIT_PLANNER = """
+    import numpy as np
+    import torch
+    from torch import nn
+
+
+    class Planner(nn.Module):
+        @staticmethod
+        def _row(n, k):
+            perm = np.arange(n)
+            if k > 1:
+                perm = np.random.permutation(perm)
+            return perm[:k]
+
+        def plan(self, n, k, *extra, window=1, **options):
+            out = np.zeros((4, k), dtype=np.int64)
+            if not self.training:
+                return out
+            # random rows, as many as the plan has
+            for r in range(4):
+                if r % window == 0:
+                    out[r] = self._row(n, k)
+                if out[r, 0] > n:
+                    out[r] = 0
+            return out
+
+        def forward(self, x):
+            h = x * 2
+            idx = torch.from_numpy(self.plan(x.shape[-1], 2))
+            return h[:, idx]
+    """
+
+
+def test_rest_of_a_helper_after_its_early_return_runs_outside_the_graph():
+    # BigBird's random-attention planning: zeros in eval mode (traced), random rows in train mode
+    # from a helper that breaks; the rest moves out, the eval path stays (comments go with it).
+    # Measured on torch 2.13: train 4 graphs -> 3, eval 1 -> 1 (test_fixes_dynamo).
+    result = fixed(SPLIT_PLANNER)
+    assert not result.errors
+    assert """
+        if not self.training:
+            return out
+        return self._plan_outside_graph(n, k, extra, window, options, out)
+
+    @torch.compiler.disable
+    def _plan_outside_graph(self, n, k, extra, window, options, out):
+        # random rows, as many as the plan has
+        for r in range(4):
+            if r % window == 0:
+                out[r] = self._row(n, k)
+            if out[r, 0] > n:
+                out[r] = 0
+        return out
+
+    def forward(self, x):""" in result.text, result.text
+    again = fix_source(result.text, "example.py", ALL, unsafe=True)
+    assert again.text == result.text
+
+
+def test_split_helpers_as_static_methods_and_module_functions():
+    code = """
+        import numpy as np
+        import torch
+
+
+        def plan(n, training):
+            out = np.zeros(n, dtype=np.int64)
+            if not training:
+                return out
+            perm = np.random.permutation(np.arange(n))
+            out[:] = perm
+            return out
+
+
+        class Net(torch.nn.Module):
+            @staticmethod
+            def spread(n, training):
+                out = np.zeros(n, dtype=np.int64)
+                if not training:
+                    return out
+                perm = np.random.permutation(np.arange(n))
+                out[:] = perm * 2
+                return out
+
+            def forward(self, x):
+                h = x * 2
+                idx = plan(4, self.training) + self.spread(4, self.training)
+                return h[:, torch.from_numpy(idx)]
+        """
+    result = fixed(code)
+    assert """
+        return out
+    return _plan_outside_graph(n, training, out)
+
+
+@torch.compiler.disable
+def _plan_outside_graph(n, training, out):
+    perm = np.random.permutation(np.arange(n))""" in result.text, result.text
+    assert """
+            return out
+        return Net._spread_outside_graph(n, training, out)
+
+    @staticmethod
+    @torch.compiler.disable
+    def _spread_outside_graph(n, training, out):""" in result.text, result.text
+
+
+def test_helpers_whose_rest_cannot_move_are_not_split():
+    code = """
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def only_in_a_loop(self, n):
+                out = np.zeros(n, dtype=np.int64)
+                if not self.training:
+                    return out
+                for r in range(2):  # Dynamo gives up on the frame here anyway: nothing to gain
+                    out[r] = np.random.permutation(n)[0]
+                return out
+
+            def last_statement(self, n):
+                out = np.zeros(n, dtype=np.int64)
+                if not self.training:
+                    return out
+                return np.random.permutation(np.arange(n))
+
+            def bound_in_a_branch(self, n):
+                if n > 2:
+                    out = np.zeros(n, dtype=np.int64)
+                if not self.training:
+                    return None
+                perm = np.random.permutation(np.arange(n))
+                out[:] = perm
+                return out
+
+            def makes_tensors(self, n):
+                out = np.zeros(n, dtype=np.int64)
+                if not self.training:
+                    return out
+                perm = np.random.permutation(np.arange(n))
+                return torch.as_tensor(perm) * 2
+
+            def tensor_guard(self, x, n):
+                out = np.zeros(n, dtype=np.int64)
+                if x.sum() > 0:
+                    return out
+                perm = np.random.permutation(np.arange(n))
+                out[:] = perm
+                return out
+
+            def taken(self, n):
+                out = np.zeros(n, dtype=np.int64)
+                if not self.training:
+                    return out
+                perm = np.random.permutation(np.arange(n))
+                out[:] = perm
+                return out
+
+            def _taken_outside_graph(self):
+                return None
+
+            def forward(self, x):
+                y = self.only_in_a_loop(4) + self.last_statement(4) + self.bound_in_a_branch(4)
+                y = y + self.makes_tensors(4).numpy() + self.tensor_guard(x, 4) + self.taken(4)
+                return x[:, torch.from_numpy(y)]
+        """
+    result = fixed(code)
+    assert "_outside_graph(" not in result.text.replace("def _taken_outside_graph(self):", ""), result.text
+    assert "compiler.disable" not in result.text, result.text
 
 
 def test_helper_reading_a_tensor_argument_back_to_python_is_disabled():
@@ -2063,3 +2241,103 @@ def test_tensor_math_that_is_not_on_plain_numbers_gets_no_python_math_fix(expr):
             return x * {expr}
         """)
     assert "math." not in result.text, result.text
+
+
+# LayerDrop's draw tested against a probability of 0 (fixes/uniform_draw.py)
+
+
+def test_layerdrop_draw_gets_a_probability_test_first_and_is_then_clean():
+    code = """
+        import torch
+        from torch import nn
+
+
+        class Enc(nn.Module):
+            def forward(self, x):
+                for layer in self.layers:
+                    if self.training:
+                        dropout_probability = torch.rand([])
+                        if dropout_probability < self.layerdrop:  # skip the layer
+                            continue
+                    if self.training and (dropout_probability < self.config.layerdrop):
+                        continue
+                    if not self.p_keep > dropout_probability:
+                        x = layer(x)
+                return x
+        """
+    assert_fixes(code, """
+        import torch
+        from torch import nn
+
+
+        class Enc(nn.Module):
+            def forward(self, x):
+                for layer in self.layers:
+                    if self.training:
+                        dropout_probability = torch.rand([])
+                        if self.layerdrop > 0 and dropout_probability < self.layerdrop:  # skip the layer
+                            continue
+                    if self.training and (self.config.layerdrop > 0 and dropout_probability < self.config.layerdrop):
+                        continue
+                    if not (self.p_keep > 0 and self.p_keep > dropout_probability):
+                        x = layer(x)
+                return x
+        """, unsafe=False)
+    result = fixed(code, unsafe=False)
+    assert all(f.fix.applicability == "safe" for f in result.fixed) and len(result.fixed) == 3
+    # Still a break when the probability is positive: reported, with its own message, no fix.
+    left = [f for f in result.remaining if f.code == "DYN120"]
+    assert len(left) == 3 and all("when `" in f.message and f.fix is None for f in left), left
+
+
+def test_draw_comparisons_that_are_not_certain_at_zero_are_left_alone():
+    code = """
+        import torch
+        from torch import nn
+
+
+        class Enc(nn.Module):
+            def forward(self, x, draw, p: torch.Tensor):
+                d = torch.rand([])
+                if d <= self.layerdrop:  # a draw can be exactly 0
+                    x = x + 1
+                if draw < self.layerdrop:  # a parameter: not known to be a draw
+                    x = x + 2
+                if torch.rand([]) < self.layerdrop:  # guarding would skip the draw itself
+                    x = x + 3
+                if d < p:  # a tensor probability
+                    x = x + 4
+                e = torch.rand([])
+                e = e * 2  # no longer in [0, 1)
+                if e < self.layerdrop:
+                    x = x + 5
+                if d < self.probs[0]:  # not a plain name or attribute
+                    x = x + 6
+                return x
+        """
+    result = fixed(code, unsafe=False)
+    assert "> 0 and" not in result.text, result.text
+    assert len([f for f in result.remaining if f.code == "DYN120"]) == 6
+
+
+def test_item_in_an_asserted_comparison_is_dropped_and_only_there():
+    code = """
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, x, lengths: torch.Tensor, slen: int):
+                assert lengths.max().item() <= slen, "too long"
+                assert slen >= float(lengths.min())
+                assert 0 <= lengths.max().item() <= slen  # chained: Python takes the truth
+                assert lengths.max().item() <= slen and slen > 0  # `and`: the same
+                assert int(lengths.max()) <= slen  # int() truncates: not the same test
+                return x
+        """
+    result = fixed(code)
+    assert '    assert lengths.max() <= slen, "too long"\n' in result.text, result.text
+    assert "    assert slen >= lengths.min()\n" in result.text, result.text
+    assert "assert 0 <= lengths.max().item() <= slen" in result.text
+    assert "assert lengths.max().item() <= slen and" in result.text
+    assert "assert int(lengths.max()) <= slen" in result.text

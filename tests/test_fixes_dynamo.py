@@ -489,3 +489,36 @@ def test_dtype_guarded_submodule_conversion_still_converts_and_compiles_to_one_g
     assert fixed.classifier.weight.dtype == torch.float32
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(fixed, backend="eager", fullgraph=True)(x), original(x))
+
+
+@pytest.mark.torch
+def test_split_helper_keeps_eval_traced_and_breaks_less_in_train(tmp_path):
+    # fixes/disable_tail.py: the rest of a planning helper after its eval-mode return runs
+    # outside the graph; eval mode still compiles to one graph, train mode breaks less.
+    import textwrap
+
+    import torch
+    import torch._dynamo
+
+    from .test_fixes import SPLIT_PLANNER
+
+    source = textwrap.dedent(SPLIT_PLANNER).lstrip("\n")
+    result = fix_source(source, "planner.py", ALL, unsafe=True)
+    assert "_plan_outside_graph" in result.text and not result.errors
+    original, fixed = (_import_text(text, tmp_path).Planner() for text in (source, result.text))
+    x = torch.randn(3, 8)
+    for train in (True, False):
+        counts = []
+        for model in (original, fixed):
+            model.train(train)
+            torch._dynamo.reset()
+            counts.append(torch._dynamo.explain(model)(x).graph_count)
+        if train:
+            assert counts[1] < counts[0], counts
+        else:
+            assert counts == [1, 1], counts
+        outputs = []
+        for model in (original, fixed):
+            numpy.random.seed(0)
+            outputs.append(model(x))
+        torch.testing.assert_close(outputs[1], outputs[0])

@@ -55,8 +55,15 @@ Each call then costs one break and the helper runs as plain Python, instead of a
 plus one at every unsupported step inside (wav2vec2-family SpecAugment planning,
 `_compute_mask_indices`). Eager runs are unchanged; unsafe because what Dynamo compiled of the
 helper now runs eagerly, and NumPy random draws there come from NumPy again (Dynamo draws them from
-torch's generator). Findings of DYN110, DYN120 and DYN130 in such a helper get the same fix when
-they have none of their own.
+torch's generator). Findings of DYN110, DYN120, DYN121 and DYN130 in such a helper get the same fix
+when they have none of their own.
+
+A helper that returns early on some calls (`if not self.training: return zeros`) keeps that path
+traced: the autofix moves what follows the last such `return` into a new method or function with
+`@torch.compiler.disable` (the parameters and the names bound before the `return` passed along),
+where every call past the `return` breaks there with more work after it, or where that part calls
+a function of the file that breaks (Dynamo traces each such call as a frame of its own). BigBird's
+random-attention planning, train mode on torch 2.13: 28 breaks -> 11, eval mode still one graph.
 """
 
 from typing import Optional
@@ -300,6 +307,55 @@ class UntraceableCall(Rule):
                     return h[:, idx]
             """,
             fixed_graphs=2,
+        ),
+        Example(
+            # The same after an early return: the eval path stays traced, the rest runs outside.
+            """
+            import numpy as np
+            import torch
+
+
+            class M(torch.nn.Module):
+                def plan(self, n, k):
+                    out = np.zeros((4, k), dtype=np.int64)
+                    if not self.training:
+                        return out
+                    perm = np.random.permutation(n)  # expect: DYN105
+                    for row in range(4):
+                        out[row] = perm[row:row + k]
+                    return out
+
+                def forward(self, x):
+                    h = x * 2
+                    idx = torch.from_numpy(self.plan(x.shape[-1], 2))
+                    return h[:, idx].sum(-1)
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import numpy as np
+                import torch
+
+
+                class M(torch.nn.Module):
+                    def plan(self, n, k):
+                        out = np.zeros((4, k), dtype=np.int64)
+                        if not self.training:
+                            return out
+                        return self._plan_outside_graph(n, k, out)
+
+                    @torch.compiler.disable
+                    def _plan_outside_graph(self, n, k, out):
+                        perm = np.random.permutation(n)  # expect: DYN105
+                        for row in range(4):
+                            out[row] = perm[row:row + k]
+                        return out
+
+                    def forward(self, x):
+                        h = x * 2
+                        idx = torch.from_numpy(self.plan(x.shape[-1], 2))
+                        return h[:, idx].sum(-1)
+            """,
+            fixed_graphs=3,
         ),
         Example(
             """

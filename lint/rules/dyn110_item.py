@@ -26,6 +26,12 @@ A tensor built from a Python number only to do math on it and be read back
 unsafe fix that does the math in Python (`2 ** float(round(math.log2(s)))`): Dynamo folds it
 while tracing. Python computes in float64 where the tensor was float32, so the last bits may
 differ.
+
+An `assert` whose test is one comparison with the read value (`assert lengths.max().item() <=
+slen`, XLM) gets an unsafe fix that asserts the tensor comparison (`assert lengths.max() <=
+slen`): Dynamo keeps it in the graph (probed on torch 2.11, 2.13 and 2.14.1). Eager runs raise the
+same AssertionError; compiled, a failure raises RuntimeError; the comparison is done in the
+tensor's dtype.
 """
 
 import libcst as cst
@@ -70,6 +76,32 @@ class ItemCall(Rule):
                 )
 
     invalid = (
+        Example(
+            # XLM's input check: asserting the tensor comparison keeps it in the graph.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    h = x * 2
+                    lengths = (h > 0).sum(dim=1)
+                    assert lengths.max().item() <= x.shape[1]  # expect: DYN110
+                    return h + 1
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+                class M(nn.Module):
+                    def forward(self, x):
+                        h = x * 2
+                        lengths = (h > 0).sum(dim=1)
+                        assert lengths.max() <= x.shape[1]  # expect: DYN110
+                        return h + 1
+            """,
+        ),
         Example(
             """
             import torch

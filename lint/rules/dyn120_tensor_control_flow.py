@@ -5,7 +5,10 @@ Finds `if`, `elif`, `while` and conditional expressions whose condition is a ten
 `not` applied to tensors, and the builtins `all()` / `any()` over a tensor, in a compile region.
 Conditions on metadata are not reported: `x is None`, `self.training`, `x.dim() == 3`,
 `isinstance(...)`, config values, nor a tensor test behind a dtype or device check
-(`x.dtype == torch.float16 and torch.isinf(x).any()` only breaks for float16 inputs). Shape
+(`x.dtype == torch.float16 and torch.isinf(x).any()` only breaks for float16 inputs). A random
+draw tested behind a positive probability (`if self.training and self.layerdrop > 0.0:` around
+`if dropout_probability < self.layerdrop:`, as transformers writes LayerDrop) is reported with a
+message of its own: it breaks when the probability is positive (M2M100's default 0.05), not at 0. Shape
 conditions are DYN201. NumPy values count as tensors: Dynamo traces NumPy through torch, so even
 `if np.sqrt(2.0) > 1:` breaks the graph.
 
@@ -27,7 +30,18 @@ Compute both sides and select: `torch.where(x.sum() > 0, x * 2, x - 1)` (the uns
 does this for simple branches), or `torch.cond(pred, true_fn, false_fn, (x,))` for branches with
 different work.
 
-## Fix (unsafe)
+## Fix (safe or unsafe)
+LayerDrop's draw (BART, Whisper, M2M100 and their copies; a safe fix): `dropout_probability =
+torch.rand([])` then `if dropout_probability < self.layerdrop:` becomes `if self.layerdrop > 0 and
+dropout_probability < self.layerdrop:`. A `torch.rand` draw lies in [0, 1), so the test has the
+same value for every probability, the draw is still made (the random stream is unchanged), and
+with the default `layerdrop = 0.0` Dynamo decides it from the Python number: no break. Inside the
+loop over layers the unfixed test makes Dynamo give up on the whole forward in train mode (no
+graph at all, probed on torch 2.11, 2.13 and 2.14.1). Only for a strict `<` (a draw can be
+exactly 0), a local name bound only to `torch.rand(...)` / `torch.rand_like(...)` and a plain
+name, attribute or number as the probability; not where the test already sits behind `p > 0` (an
+`and` before it, or an enclosing `if self.training and self.layerdrop > 0.0:`).
+
 Branches that assign one variable or return, with side-effect-free values, become
 `torch.where(c, A, B)`: both sides are now computed. When both branches make the same call
 (`return self.h(x) + 1` / `return self.h(x) - 1`), the condition is bound first, the call is
@@ -76,6 +90,8 @@ chain of more than 32 operands, only the leftmost finding does).
 
 import libcst as cst
 
+from ..draws import comparison_with_draw, guarded_probability
+from ..nodes import dotted
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torch.cond`"
@@ -90,6 +106,16 @@ def _is_tensor_condition(operand, ctx: RuleContext) -> bool:
 
 def _is_and(node) -> bool:
     return type(node) is cst.BooleanOperation and type(node.operator) is cst.And
+
+
+def _message(what: str, test, ctx: RuleContext, parent=None) -> str:
+    """The finding's message; LayerDrop's draw behind a positive-probability test has its own."""
+    found = comparison_with_draw(ctx, test)
+    if found is not None and guarded_probability(ctx, test, found[1], parent):
+        p = dotted(found[1]) or getattr(found[1], "value", "the probability")
+        return (f"{what} on a random draw breaks the graph when `{p}` > 0 (layers skipped at random, "
+                "which no rewrite keeps); with a probability of 0 it does not")
+    return MESSAGE.format(what=what)
 
 
 def _is_dtype_or_device_check(node, memo: dict) -> bool:
@@ -147,7 +173,7 @@ class TensorControlFlow(Rule):
         ("GB0170", "Data-dependent branching"),
     )
     node_types = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.UnaryOperation, cst.Call)
-    fixable = "unsafe"
+    fixable = "safe or unsafe"
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) in (cst.If, cst.While, cst.IfExp):
@@ -157,12 +183,13 @@ class TensorControlFlow(Rule):
             if _is_tensor_condition(test, ctx):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
                 fix = (
-                    offer_fix("where", ctx, test, self.code)
+                    offer_fix("uniform_draw", ctx, test, self.code)
+                    or offer_fix("where", ctx, test, self.code)
                     or offer_fix("raise_check", ctx, test, self.code)
                     or offer_fix("cond", ctx, test, self.code)
                     or offer_fix("select_chain", ctx, test, self.code)
                 )
-                ctx.report(self, test, MESSAGE.format(what=what), fix=fix)
+                ctx.report(self, test, _message(what, test, ctx), fix=fix)
         elif type(node) is cst.BooleanOperation:
             op = "and" if type(node.operator) is cst.And else "or"
             operands = [node.left, node.right]
@@ -178,29 +205,102 @@ class TensorControlFlow(Rule):
                     continue
                 if _is_tensor_condition(operand, ctx):
                     fix = (
-                        offer_fix("raise_check", ctx, operand, self.code)
+                        offer_fix("uniform_draw", ctx, operand, self.code)
+                        or offer_fix("raise_check", ctx, operand, self.code)
                         or offer_fix("assert_split", ctx, operand, self.code)
                         or offer_fix("select_chain", ctx, operand, self.code)
                     )
-                    ctx.report(self, operand, MESSAGE.format(what=f"`{op}`"), fix=fix)
+                    ctx.report(self, operand, _message(f"`{op}`", operand, ctx, node), fix=fix)
         elif type(node) is cst.UnaryOperation:
             if id(node) in _guarded(ctx):
                 return
             if type(node.operator) is cst.Not and type(node.expression) is not cst.BooleanOperation:
                 if _is_tensor_condition(node.expression, ctx):
                     fix = (
-                        offer_fix("where", ctx, node.expression, self.code)
+                        offer_fix("uniform_draw", ctx, node.expression, self.code)
+                        or offer_fix("where", ctx, node.expression, self.code)
                         or offer_fix("raise_check", ctx, node.expression, self.code)
                         or offer_fix("cond", ctx, node.expression, self.code)
                         or offer_fix("assert_split", ctx, node.expression, self.code)
                     )
-                    ctx.report(self, node.expression, MESSAGE.format(what="`not`"), fix=fix)
+                    ctx.report(self, node.expression, _message("`not`", node.expression, ctx), fix=fix)
         elif type(node) is cst.Call:
             if type(node.func) is cst.Name and node.func.value in ("all", "any") and len(node.args) == 1:
                 if ctx.call_name(node) == node.func.value and ctx.is_tensor(node.args[0].value):
                     ctx.report(self, node, MESSAGE.format(what=f"builtin `{node.func.value}()`"))
 
     invalid = (
+        Example(
+            # LayerDrop: skipped at random in train mode; never with the default probability 0.
+            """
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                    self.layerdrop = 0.0
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        if self.training:
+                            dropout_probability = torch.rand([])
+                            if dropout_probability < self.layerdrop:  # expect: DYN120
+                                continue
+                        h = layer(h)
+                    return h
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                        self.layerdrop = 0.0
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            if self.training:
+                                dropout_probability = torch.rand([])
+                                if self.layerdrop > 0 and dropout_probability < self.layerdrop:  # expect: DYN120
+                                    continue
+                            h = layer(h)
+                        return h
+            """,
+        ),
+        Example(
+            # Behind a positive probability it still breaks (layers skipped at random): its own message.
+            """
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                    self.layerdrop = 0.2
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        if self.training and self.layerdrop > 0.0:
+                            dropout_probability = torch.rand([])
+                            if dropout_probability < self.layerdrop:  # expect: DYN120
+                                continue
+                        h = layer(h)
+                    return h
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             """
             import torch

@@ -22,6 +22,12 @@ def forward(self, x, labels):
 ## Use instead
 Vectorise over the classes (`scatter_reduce`, `index_add_`, one-hot matmul) with a static
 number of classes, or do the grouping outside the compiled region.
+
+## Fix (unsafe)
+Only in a host-side helper (index planning on Python and NumPy values, as DYN105 describes): the
+autofix puts `@torch.compiler.disable` on the helper where every call reaches the loop, or moves
+what the helper does after an early `return` into a disabled function (BigBird's random-attention
+planning, whose `range()` bounds are NumPy numbers). Elsewhere a human has to vectorise.
 """
 
 import libcst as cst
@@ -45,6 +51,7 @@ class DataDependentLoop(Rule):
         ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),  # torch 2.14.1
     )
     node_types = (cst.For, cst.CompFor, cst.Call)
+    fixable = "unsafe"  # in host-side helpers only (fixes/disable_helper.py, fixes/disable_tail.py)
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
@@ -61,6 +68,50 @@ class DataDependentLoop(Rule):
                 ctx.report(self, it, f"loop over `{name}()`: its length depends on tensor values and breaks the graph")
 
     invalid = (
+        Example(
+            # Index planning on NumPy numbers: the helper runs outside the graph, one break per call.
+            """
+            import numpy as np
+            import torch
+
+
+            def plan(n):
+                counts = np.array([n, n + 1])
+                picked = []
+                for i in range(counts[0]):  # expect: DYN121
+                    picked.append(i * 2 % n)
+                return np.array(picked)
+
+
+            @torch.compile
+            def f(x):
+                h = x * 2
+                idx = torch.from_numpy(plan(x.shape[-1]))
+                return h[:, idx]
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import numpy as np
+                import torch
+
+
+                @torch.compiler.disable
+                def plan(n):
+                    counts = np.array([n, n + 1])
+                    picked = []
+                    for i in range(counts[0]):  # expect: DYN121
+                        picked.append(i * 2 % n)
+                    return np.array(picked)
+
+
+                @torch.compile
+                def f(x):
+                    h = x * 2
+                    idx = torch.from_numpy(plan(x.shape[-1]))
+                    return h[:, idx]
+            """,
+            fixed_graphs=2,
+        ),
         Example(
             """
             import torch

@@ -1,0 +1,154 @@
+"""Uniform random draws compared with a probability (LayerDrop's `torch.rand([]) < p`).
+
+A `torch.rand` draw lies in [0, 1): `draw < p` is False whenever `p <= 0`, so `p > 0 and draw < p`
+is the same test, one that Dynamo decides from the Python number `p` when it is 0 (the default
+`layerdrop` of BART-style models). DYN120's safe fix (fixes/uniform_draw.py) writes it. The guarded
+test (by `and` or by an enclosing `if self.training and self.layerdrop > 0.0:`, as transformers
+writes it) still breaks when the probability is positive (M2M100's default 0.05): DYN120 reports
+it with a message of its own and no fix.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from .kinds import TENSORISH
+
+UNIFORM_DRAWS = frozenset({"torch.rand", "torch.rand_like"})
+
+
+def comparison_with_draw(ctx, test: cst.BaseExpression) -> Optional[tuple]:
+    """(draw name, probability) when `test` is `draw < p` or `p > draw`: `draw` a local name every
+    assignment in the function binds to `torch.rand(...)` / `torch.rand_like(...)`, `p` a plain
+    name, attribute or number the linter does not know to be a tensor."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    op = test.comparisons[0].operator
+    if type(op) is cst.LessThan:
+        draw, probability = test.left, test.comparisons[0].comparator
+    elif type(op) is cst.GreaterThan:
+        draw, probability = test.comparisons[0].comparator, test.left
+    else:
+        return None
+    if type(draw) is not cst.Name or not plain(probability) or ctx.kind(probability) in TENSORISH:
+        return None
+    if not bound_to_draws(ctx, draw.value):
+        return None
+    return draw, probability
+
+
+def is_probability_guard(node: cst.BaseExpression, probability: cst.BaseExpression) -> bool:
+    """Is `node` `p > 0` (or `p > 0.0`) for this probability `p`?"""
+    if type(node) is not cst.Comparison or len(node.comparisons) != 1:
+        return False
+    c = node.comparisons[0]
+    zero = c.comparator
+    return (
+        type(c.operator) is cst.GreaterThan
+        and type(zero) in (cst.Integer, cst.Float)
+        and float(zero.value) == 0.0
+        and node.left.deep_equals(probability)
+    )
+
+
+def guarded_probability(ctx, test: cst.BaseExpression, probability: cst.BaseExpression,
+                        parent: Optional[cst.CSTNode] = None) -> bool:
+    """Is `test` only evaluated when `probability > 0`: the left side of the `and` it is the right
+    operand of (`parent`, or an ancestor of the node being checked), or an enclosing `if` /
+    `while` test, says so?"""
+    for anc in ([parent] if parent is not None else []) + list(reversed(ctx.ancestors())):
+        if type(anc) is cst.BooleanOperation and type(anc.operator) is cst.And and anc.right is test:
+            if any(is_probability_guard(o, probability) for o in _and_operands(anc.left)):
+                return True
+    return any(
+        is_probability_guard(o, probability) for t in ctx.enclosing_tests() for o in _and_operands(t)
+    )
+
+
+def _and_operands(node: cst.BaseExpression) -> list:
+    out, stack = [], [node]
+    while stack:
+        top = stack.pop()
+        if type(top) is cst.BooleanOperation and type(top.operator) is cst.And:
+            stack.extend((top.right, top.left))
+        else:
+            out.append(top)
+    return out
+
+
+def plain(node: cst.BaseExpression) -> bool:
+    """A name, an attribute chain of names, or a number: evaluated twice without side effects."""
+    if type(node) in (cst.Integer, cst.Float):
+        return not node.lpar
+    while type(node) is cst.Attribute:
+        node = node.value
+    return type(node) is cst.Name
+
+
+def bound_to_draws(ctx: RuleContext, name: str) -> bool:
+    """Is every binding of `name` in the function an assignment of a uniform draw (and is there at
+    least one, so the name is no parameter)?"""
+    fn = ctx.fn
+    memo = ctx.rule_state("draws")
+    if name in memo:
+        return memo[name]
+    if name in {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}:
+        memo[name] = False
+        return False
+    draws = other = 0
+
+    class Bindings(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            nonlocal draws, other
+            for target in node.targets:
+                if type(target.target) is cst.Name and target.target.value == name:
+                    if len(node.targets) == 1 and type(node.value) is cst.Call and ctx.call_name(node.value) in UNIFORM_DRAWS:
+                        draws += 1
+                    else:
+                        other += 1
+                elif name in _names_in(target.target):
+                    other += 1
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            nonlocal other
+            other += name in _names_in(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            nonlocal other
+            other += name in _names_in(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            nonlocal other
+            other += name in _names_in(node.target)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            nonlocal other
+            other += name in _names_in(node.target)
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            nonlocal other
+            other += isinstance(node.name, cst.BaseExpression) and name in _names_in(node.name)
+
+        def visit_Global(self, node: cst.Global) -> None:
+            nonlocal other
+            other += any(n.name.value == name for n in node.names)
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+            nonlocal other
+            other += any(n.name.value == name for n in node.names)
+
+    fn.body.visit(Bindings())
+    memo[name] = found = draws > 0 and other == 0
+    return found
+
+
+def _names_in(target: cst.CSTNode) -> set:
+    if type(target) is cst.Name:
+        return {target.value}
+    if type(target) in (cst.Tuple, cst.List):
+        return {n for el in target.elements for n in _names_in(el.value)}
+    if type(target) is cst.StarredElement:
+        return _names_in(target.value)
+    return set()
