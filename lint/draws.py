@@ -99,45 +99,30 @@ def bound_to_draws(ctx: RuleContext, name: str) -> bool:
         return False
     draws = other = 0
 
+    # Statements whose `.target` binds names: anything but a draw assignment disqualifies `name`.
+    target_holders = (cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr)
+
     class Bindings(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
+        def on_visit(self, node: cst.CSTNode) -> bool:
             nonlocal draws, other
-            for target in node.targets:
-                if type(target.target) is cst.Name and target.target.value == name:
-                    if len(node.targets) == 1 and type(node.value) is cst.Call and ctx.call_name(node.value) in UNIFORM_DRAWS:
-                        draws += 1
-                    else:
+            kind = type(node)
+            if kind is cst.Assign:
+                for target in node.targets:
+                    if type(target.target) is cst.Name and target.target.value == name:
+                        single_draw = len(node.targets) == 1 and type(node.value) is cst.Call
+                        if single_draw and ctx.call_name(node.value) in UNIFORM_DRAWS:
+                            draws += 1
+                        else:
+                            other += 1
+                    elif name in _names_in(target.target):
                         other += 1
-                elif name in _names_in(target.target):
-                    other += 1
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            nonlocal other
-            other += name in _names_in(node.target)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            nonlocal other
-            other += name in _names_in(node.target)
-
-        def visit_For(self, node: cst.For) -> None:
-            nonlocal other
-            other += name in _names_in(node.target)
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            nonlocal other
-            other += name in _names_in(node.target)
-
-        def visit_AsName(self, node: cst.AsName) -> None:
-            nonlocal other
-            other += isinstance(node.name, cst.BaseExpression) and name in _names_in(node.name)
-
-        def visit_Global(self, node: cst.Global) -> None:
-            nonlocal other
-            other += any(n.name.value == name for n in node.names)
-
-        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-            nonlocal other
-            other += any(n.name.value == name for n in node.names)
+            elif kind in target_holders:
+                other += name in _names_in(node.target)
+            elif kind is cst.AsName:
+                other += isinstance(node.name, cst.BaseExpression) and name in _names_in(node.name)
+            elif kind in (cst.Global, cst.Nonlocal):
+                other += any(n.name.value == name for n in node.names)
+            return True
 
     fn.body.visit(Bindings())
     memo[name] = found = draws > 0 and other == 0
