@@ -42,6 +42,7 @@ import libcst as cst
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.kinds import TENSORISH
 from dynalint.lint.nodes import dotted
+from dynalint.lint.variables import variable_names
 
 from .base import guarded, make_fix
 from .disable_helper import BREAKING, _can_leave, _host_side_helper, _reached_on_every_call, _reached_statements
@@ -130,7 +131,7 @@ def _plan(ctx, info, fn: cst.FunctionDef, last: int) -> Optional[dict]:
     if bound is None:
         return None
     anywhere = _bindings(prelude)
-    free = _loads(rest)
+    free = set().union(*(variable_names(stmt) for stmt in rest))  # read (or bound) there
     passed = []
     for name in sorted(free & (anywhere | set(params)), key=lambda n: (n not in params, n)):
         if name in params:
@@ -217,25 +218,11 @@ def _top_level_bindings(prelude: list) -> Optional[set]:
     return bound
 
 
-class _Scope(cst.CSTVisitor):
-    """Names bound (`stores`) and read (`loads`) in statements, not entering nested functions,
-    lambdas, classes or comprehensions (which have scopes of their own; their reads of the outer
-    function's names are counted, conservatively, as reads)."""
+class _Stores(cst.CSTVisitor):
+    """Names bound in statements (assignment, loop and `with` targets, walrus, nested definitions)."""
 
     def __init__(self) -> None:
         self.stores: set = set()
-        self.loads: set = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.loads.add(node.value)
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self.stores |= _target_names(node.target) or set()
@@ -255,27 +242,18 @@ class _Scope(cst.CSTVisitor):
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self.stores |= _target_names(node.target) or set()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stores.add(node.name.value)
-        node.body.visit(self)  # its reads of outer names
-        return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.stores.add(node.name.value)
 
 
 def _bindings(stmts: list) -> set:
-    scope = _Scope()
+    scope = _Stores()
     for stmt in stmts:
         stmt.visit(scope)
     return scope.stores
-
-
-def _loads(stmts: list) -> set:
-    scope = _Scope()
-    for stmt in stmts:
-        stmt.visit(scope)
-    return scope.loads
 
 
 def _binds(stmt: cst.CSTNode, name: str) -> bool:
