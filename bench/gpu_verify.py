@@ -142,6 +142,8 @@ REAL_BIG_BIRD = {"hidden": 512, "layers": 4, "seq": 1024, "batch": 4, "block": 6
 LONG_BIG_BIRD = {**REAL_BIG_BIRD, "seq": 2048}
 REAL_CTRL = {"hidden": 1024, "layers": 6, "seq": 512, "batch": 4}
 REAL_SWITCH = {"d_model": 512, "layers": 4, "experts": 8, "seq": 512, "batch": 4, "target": 128}
+# A BART-style encoder with LayerDrop as earlier transformers wrote it (tests/fixtures/verify).
+REAL_LAYERDROP = {"hidden": 1024, "layers": 12, "seq": 512, "batch": 8}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
 LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
@@ -161,6 +163,8 @@ CASES = [
     Case("big_bird (block sparse, seq 2048, train)", f"{THIS}::big_bird_block_sparse",
          {"target_args": {**LONG_BIG_BIRD, "dropout": 0.0}, "train": True}),
     Case("ctrl", f"{THIS}::ctrl_model", {"target_args": REAL_CTRL}),
+    Case("layerdrop encoder (train)", f"{FIXTURES}/layerdrop_encoder.py::layerdrop_encoder",
+         {"target_args": REAL_LAYERDROP, "train": True}),
     Case("switch_transformers", f"{THIS}::switch_model", {"target_args": REAL_SWITCH}),
     Case("switch_transformers (large)", f"{THIS}::switch_model", {"target_args": LARGE_SWITCH}),
     Case("big_bird (short sequence)", f"{THIS}::big_bird_short_sequence"),
