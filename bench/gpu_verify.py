@@ -200,12 +200,19 @@ def _arm(t: dict, name: str) -> str:
     return f"{arm['median_ms']:.3f} [{arm['q1_ms']:.3f}-{arm['q3_ms']:.3f}]"
 
 
+def _graphs(side: dict) -> str:
+    """`graphs / breaks`; a forward Dynamo gave up on has no graph (explain counts -1 breaks)."""
+    if not side["graph_count"]:
+        return "0 (skipped)"
+    return f"{side['graph_count']} / {side['graph_break_count']}"
+
+
 def table_row(case: Case, report: dict, run: str = "") -> str:
     name = f"{case.name}{f' ({run})' if run else ''}"
     if report.get("error"):
         return f"| {name} | error: {report['error']} | | | | | | | |"
     b, a, t = report["before"], report["after"], report.get("timing") or {}
-    graphs = f"{b['graph_count']} / {b['graph_break_count']} → {a['graph_count']} / {a['graph_break_count']}"
+    graphs = f"{_graphs(b)} → {_graphs(a)}"
     if "recompiles" in b:
         graphs += f" (recompiles {b['recompiles']} → {a.get('recompiles')})"
     confirmed = sum(f["status"] == "confirmed" for f in report["findings"])
