@@ -42,7 +42,7 @@ import libcst as cst
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.kinds import TENSORISH
 from dynalint.lint.nodes import dotted
-from dynalint.lint.variables import variable_names
+from dynalint.lint.variables import target_names, variable_names
 
 from .base import guarded, make_fix
 from .disable_helper import BREAKING, _can_leave, _host_side_helper, _reached_on_every_call, _reached_statements
@@ -119,8 +119,6 @@ def _plan(ctx, info, fn: cst.FunctionDef, last: int) -> Optional[dict]:
     if not _host_side_helper(ctx, info, fn, rest):
         return None
     params = _parameters(fn)
-    if params is None:
-        return None
     holder = info.parent(info.parent(fn)) if isinstance(info.parent(fn), cst.IndentedBlock) else None
     if holder is not None and not (isinstance(holder, cst.ClassDef) and isinstance(info.parent(holder), cst.Module)):
         return None
@@ -163,7 +161,7 @@ def _ends_in_return(block: cst.BaseSuite) -> bool:
     return False
 
 
-def _parameters(fn: cst.FunctionDef) -> Optional[list]:
+def _parameters(fn: cst.FunctionDef) -> list:
     """The names of all parameters, in order (`*args` and `**kwargs` as plain names)."""
     p = fn.params
     names = [x.name.value for x in (*p.posonly_params, *p.params)]
@@ -173,24 +171,6 @@ def _parameters(fn: cst.FunctionDef) -> Optional[list]:
     if p.star_kwarg is not None:
         names.append(p.star_kwarg.name.value)
     return names
-
-
-def _target_names(target: cst.BaseExpression) -> Optional[set]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names: set = set()
-        for el in target.elements:
-            inner = _target_names(el.value)
-            if inner is None:
-                return None
-            names |= inner
-        return names
-    if isinstance(target, (cst.Attribute, cst.Subscript)):
-        return set()  # binds no local
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return None
 
 
 def _top_level_bindings(prelude: list) -> Optional[set]:
@@ -208,9 +188,9 @@ def _top_level_bindings(prelude: list) -> Optional[set]:
                 return None
             if isinstance(small, cst.Assign):
                 for t in small.targets:
-                    bound |= _target_names(t.target) or set()
+                    bound |= target_names(t.target)
             elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                bound |= _target_names(small.target) or set()
+                bound |= target_names(small.target)
             elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
                 for alias in small.names:
                     name = alias.asname.name if alias.asname is not None else alias.name
@@ -225,22 +205,22 @@ class _Stores(cst.CSTVisitor):
         self.stores: set = set()
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.stores |= _target_names(node.target) or set()
+        self.stores |= target_names(node.target)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.stores |= _target_names(node.target) or set()
+        self.stores |= target_names(node.target)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.stores |= _target_names(node.target) or set()
+        self.stores |= target_names(node.target)
 
     def visit_For(self, node: cst.For) -> None:
-        self.stores |= _target_names(node.target) or set()
+        self.stores |= target_names(node.target)
 
     def visit_AsName(self, node: cst.AsName) -> None:
-        self.stores |= _target_names(node.name) or set() if isinstance(node.name, cst.BaseExpression) else set()
+        self.stores |= target_names(node.name) if isinstance(node.name, cst.BaseExpression) else set()
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.stores |= _target_names(node.target) or set()
+        self.stores |= target_names(node.target)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stores.add(node.name.value)

@@ -15,6 +15,8 @@ from typing import Optional
 import libcst as cst
 
 from .kinds import TENSORISH
+from .nodes import param_list
+from .variables import target_names
 
 UNIFORM_DRAWS = frozenset({"torch.rand", "torch.rand_like"})
 
@@ -94,7 +96,7 @@ def bound_to_draws(ctx: RuleContext, name: str) -> bool:
     memo = ctx.rule_state("draws")
     if name in memo:
         return memo[name]
-    if name in {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}:
+    if name in {p.name.value for p in param_list(fn.params)}:
         memo[name] = False
         return False
     draws = other = 0
@@ -114,12 +116,12 @@ def bound_to_draws(ctx: RuleContext, name: str) -> bool:
                             draws += 1
                         else:
                             other += 1
-                    elif name in _names_in(target.target):
+                    elif name in target_names(target.target):
                         other += 1
             elif kind in target_holders:
-                other += name in _names_in(node.target)
+                other += name in target_names(node.target)
             elif kind is cst.AsName:
-                other += isinstance(node.name, cst.BaseExpression) and name in _names_in(node.name)
+                other += isinstance(node.name, cst.BaseExpression) and name in target_names(node.name)
             elif kind in (cst.Global, cst.Nonlocal):
                 other += any(n.name.value == name for n in node.names)
             return True
@@ -127,13 +129,3 @@ def bound_to_draws(ctx: RuleContext, name: str) -> bool:
     fn.body.visit(Bindings())
     memo[name] = found = draws > 0 and other == 0
     return found
-
-
-def _names_in(target: cst.CSTNode) -> set:
-    if type(target) is cst.Name:
-        return {target.value}
-    if type(target) in (cst.Tuple, cst.List):
-        return {n for el in target.elements for n in _names_in(el.value)}
-    if type(target) is cst.StarredElement:
-        return _names_in(target.value)
-    return set()

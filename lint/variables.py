@@ -21,6 +21,18 @@ def _names(root: cst.CSTNode) -> set[str]:
     return {n.value for n in variable_nodes(root)}
 
 
+def target_names(target: cst.CSTNode) -> set[str]:
+    """The local names an assignment, loop or `as` target binds (`a`, `a, (b, *c)`; none for
+    `x.attr` or `x[i]`)."""
+    if type(target) is cst.Name:
+        return {target.value}
+    if type(target) in (cst.Tuple, cst.List):
+        return {n for el in target.elements for n in target_names(el.value)}
+    if type(target) is cst.StarredElement:
+        return target_names(target.value)
+    return set()
+
+
 def variable_nodes(root: cst.CSTNode, skip=(), skip_imports: bool = False) -> list[cst.Name]:
     """The Name nodes under root that are variables (attribute names and keyword argument names
     are not), leaving out the `skip` subtrees and, with skip_imports, import statements."""
