@@ -222,6 +222,14 @@ class _Stores(cst.CSTVisitor):
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self.stores |= target_names(node.target)
 
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        # `import a.b` binds `a`; with `as` the AsName visitor has it.
+        if node.asname is None:
+            name = node.name
+            while isinstance(name, cst.Attribute):
+                name = name.value
+            self.stores.add(name.value)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stores.add(node.name.value)
 

@@ -1769,6 +1769,16 @@ def test_helpers_whose_rest_cannot_move_are_not_split():
                 out[:] = perm
                 return out
 
+            def imported_in_a_branch(self, n):
+                out = np.zeros(n, dtype=np.int64)
+                if n > 2:
+                    import random
+                if not self.training:
+                    return out
+                perm = np.random.permutation(np.arange(n))
+                out[:] = perm + random.randint(0, 1)
+                return out
+
             def makes_tensors(self, n):
                 out = np.zeros(n, dtype=np.int64)
                 if not self.training:
@@ -1798,6 +1808,7 @@ def test_helpers_whose_rest_cannot_move_are_not_split():
             def forward(self, x):
                 y = self.only_in_a_loop(4) + self.last_statement(4) + self.bound_in_a_branch(4)
                 y = y + self.makes_tensors(4).numpy() + self.tensor_guard(x, 4) + self.taken(4)
+                y = y + self.imported_in_a_branch(4)
                 return x[:, torch.from_numpy(y)]
         """
     result = fixed(code)
