@@ -2301,6 +2301,50 @@ def test_layerdrop_draw_gets_a_probability_test_first_and_is_then_clean():
     assert len(left) == 3 and all("when `" in f.message and f.fix is None for f in left), left
 
 
+def test_tensor_test_deciding_an_early_exit_without_a_fix_says_what_to_do():
+    # vector_quantize's `if self.initted: return` (a buffer flag), its `if not torch.any(...):
+    # return`, LayerDrop's inline draw: neither torch.where nor torch.cond can leave a function or
+    # loop, so "use torch.where or torch.cond" alone would not help.
+    code = """
+        import torch
+        from torch import nn
+
+
+        class VQ(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("initted", torch.tensor(False))
+
+            def init_embed_(self, data):
+                if self.initted:
+                    return
+                self.initted.fill_(True)
+
+            def forward(self, x):
+                self.init_embed_(x)
+                if not torch.any(x < 1):
+                    return x
+                for layer in self.layers:
+                    if self.training and torch.rand(1) < self.p:
+                        continue
+                    if (x < 0).all():
+                        break
+                    x = layer(x)
+                if x.sum() > 0:
+                    x = x * 2
+                return x
+        """
+    result = fixed(code)
+    messages = {f.row: f.message for f in result.remaining if f.code == "DYN120"}
+    assert "decides an early `return`" in messages[11] and "Python bool kept beside" in messages[11]
+    assert "decides an early `return`" in messages[17]
+    assert "skip the rest of the loop body" in messages[20], messages
+    assert "leave the loop" in messages[22], messages
+    # With a fix (torch.where for the last `if`), the general message.
+    assert [f.message for f in result.fixed if f.code == "DYN120"] == [
+        "`if` on a tensor value breaks the graph; use `torch.where` or `torch.cond`"]
+
+
 def test_draw_comparisons_that_are_not_certain_at_zero_are_left_alone():
     code = """
         import torch

@@ -28,7 +28,10 @@ def forward(self, x):
 ## Use instead
 Compute both sides and select: `torch.where(x.sum() > 0, x * 2, x - 1)` (the unsafe autofix
 does this for simple branches), or `torch.cond(pred, true_fn, false_fn, (x,))` for branches with
-different work.
+different work. A test that decides an early `return`, `continue` or `break` can become neither:
+compute what both paths produce and select (`h = torch.where(skip, h, layer(h))`), or decide it
+from a Python value (a one-time initialisation flag kept as a Python bool beside the tensor
+buffer); the message says which exit it is.
 
 ## Fix (safe or unsafe)
 LayerDrop's draw (BART, Whisper, M2M100 and their copies; a safe fix): `dropout_probability =
@@ -95,6 +98,24 @@ from ..nodes import dotted
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torch.cond`"
+# Without a fix, a test that decides an early exit gets advice that fits it: neither
+# `torch.where` nor `torch.cond` can leave the function or the loop.
+EXIT_MESSAGES = {
+    cst.Return: (
+        "{what} on a tensor value decides an early `return` and breaks the graph; a compiled "
+        "function cannot return on a traced value: compute what both paths return and select with "
+        "`torch.where`, or decide it from a Python value (a Python bool kept beside a tensor flag)"
+    ),
+    cst.Continue: (
+        "{what} on a tensor value decides whether to skip the rest of the loop body and breaks the "
+        "graph: compute the body and select with `torch.where` (`h = torch.where(skip, h, layer(h))`), "
+        "or decide it from a Python value"
+    ),
+}
+EXIT_MESSAGES[cst.Break] = (
+    "{what} on a tensor value decides whether to leave the loop and breaks the graph: run a fixed "
+    "number of iterations and carry a `done` mask through `torch.where`, or decide it from a Python value"
+)
 
 
 def _is_tensor_condition(operand, ctx: RuleContext) -> bool:
@@ -108,14 +129,36 @@ def _is_and(node) -> bool:
     return type(node) is cst.BooleanOperation and type(node.operator) is cst.And
 
 
-def _message(what: str, test, ctx: RuleContext, parent=None) -> str:
-    """The finding's message; LayerDrop's draw behind a positive-probability test has its own."""
+def _message(what: str, test, ctx: RuleContext, parent=None, fix=None, branch=None) -> str:
+    """The finding's message; LayerDrop's draw behind a positive-probability test has its own, and
+    a test without a fix that decides an early exit (`branch`: the `if` it heads) says what to do."""
     found = comparison_with_draw(ctx, test)
     if found is not None and guarded_probability(ctx, test, found[1], parent):
         p = dotted(found[1]) or getattr(found[1], "value", "the probability")
         return (f"{what} on a random draw breaks the graph when `{p}` > 0 (layers skipped at random, "
                 "which no rewrite keeps); with a probability of 0 it does not")
-    return MESSAGE.format(what=what)
+    exit_kind = _early_exit(branch) if fix is None else None
+    return (EXIT_MESSAGES.get(exit_kind) or MESSAGE).format(what=what)
+
+
+def _early_exit(branch):
+    """Return, Continue or Break where `branch` is an `if` without `else` whose body ends in one."""
+    if type(branch) is not cst.If or branch.orelse is not None:
+        return None
+    last = branch.body.body[-1]
+    if type(last) is cst.SimpleStatementLine:
+        last = last.body[-1]
+    return type(last) if type(last) in EXIT_MESSAGES else None
+
+
+def _heading_if(ctx: RuleContext):
+    """The `if` whose test is being walked (None inside an expression such as `a if t else b`)."""
+    for node in reversed(ctx.ancestors()):
+        if type(node) is cst.If:
+            return node
+        if type(node) not in (cst.BooleanOperation, cst.UnaryOperation):
+            return None
+    return None
 
 
 def _is_dtype_or_device_check(node, memo: dict) -> bool:
@@ -189,7 +232,7 @@ class TensorControlFlow(Rule):
                     or offer_fix("cond", ctx, test, self.code)
                     or offer_fix("select_chain", ctx, test, self.code)
                 )
-                ctx.report(self, test, _message(what, test, ctx), fix=fix)
+                ctx.report(self, test, _message(what, test, ctx, fix=fix, branch=node), fix=fix)
         elif type(node) is cst.BooleanOperation:
             op = "and" if type(node.operator) is cst.And else "or"
             operands = [node.left, node.right]
@@ -210,7 +253,7 @@ class TensorControlFlow(Rule):
                         or offer_fix("assert_split", ctx, operand, self.code)
                         or offer_fix("select_chain", ctx, operand, self.code)
                     )
-                    ctx.report(self, operand, _message(f"`{op}`", operand, ctx, node), fix=fix)
+                    ctx.report(self, operand, _message(f"`{op}`", operand, ctx, node, fix, _heading_if(ctx)), fix=fix)
         elif type(node) is cst.UnaryOperation:
             if id(node) in _guarded(ctx):
                 return
@@ -223,7 +266,7 @@ class TensorControlFlow(Rule):
                         or offer_fix("cond", ctx, node.expression, self.code)
                         or offer_fix("assert_split", ctx, node.expression, self.code)
                     )
-                    ctx.report(self, node.expression, _message("`not`", node.expression, ctx), fix=fix)
+                    ctx.report(self, node.expression, _message("`not`", node.expression, ctx, fix=fix, branch=_heading_if(ctx)), fix=fix)
         elif type(node) is cst.Call:
             if type(node.func) is cst.Name and node.func.value in ("all", "any") and len(node.args) == 1:
                 if ctx.call_name(node) == node.func.value and ctx.is_tensor(node.args[0].value):
