@@ -521,13 +521,36 @@ def test_try_settings_suggests_capture_scalar_outputs_for_an_item_break():
 @pytest.mark.slow
 def test_try_settings_suggests_allow_rnn_where_dynamo_refused_an_lstm():
     path = fixture("lstm_encoder.py")
-    report = runner.verify(f"{path}::LSTMEncoder", input_shape=[2, 5, 16], timing=False, settings=True)
+    report = runner.verify(f"{path}::LSTMEncoder", input_shape=[2, 5, 16], settings=True, repeat=10, warmup=1,
+                           max_seconds=1.0)
     # explain counts nothing for the skipped frame; Dynamo's log has the refusal.
     assert report["after"]["graph_count"] == 0
     tried = {tuple(sorted(t["settings"])): t for t in report["settings_tried"]}
     rnn = tried[("allow_rnn",)]
     assert rnn["suggested"] and rnn["graph_count"] == 1 and rnn["graph_break_count"] == 0 and rnn["outputs_match"]
     assert sum(t["suggested"] for t in report["settings_tried"]) == 1
+    # The suggestion is timed against the same code without it (interleaved); only it.
+    timing = rnn["timing"]
+    assert timing["compiled_before_ms"] > 0 and timing["compiled_after_ms"] > 0, timing
+    assert timing["rounds"] >= 10 and set(timing["arms"]) == {"before", "after"}
+    assert timing["verdict"] in ("faster", "slower", "no measurable difference", "cannot measure")
+    assert all("timing" not in t for t in report["settings_tried"] if not t["suggested"])
+    text = render(report, "text")
+    assert f"compiled with it {timing['compiled_after_ms']:.3f} ms, without {timing['compiled_before_ms']:.3f} ms" in text
+
+
+def test_setting_timing_lines():
+    from dynalint.verify.report import setting_timing_lines
+
+    faster = {"compiled_before_ms": 12.3, "compiled_after_ms": 9.81, "speedup": 1.254, "speedup_ci": [1.22, 1.3],
+              "verdict": "faster", "warnings": []}
+    assert setting_timing_lines(faster) == [
+        "compiled with it 9.810 ms, without 12.300 ms: 1.25x (95% interval 1.22-1.30) faster"]
+    noisy = {**faster, "verdict": "cannot measure", "warnings": ["launch-bound: 40 us per call"]}
+    assert setting_timing_lines(noisy) == ["compiled with it 9.810 ms, without 12.300 ms: cannot measure (see the warnings)",
+                                           "Warning: launch-bound: 40 us per call"]
+    assert setting_timing_lines({"error": "the fixed code failed"}) == [
+        "timing with and without it failed: the fixed code failed"]
 
 
 def test_allow_rnn_is_tried_only_where_an_rnn_was_refused():

@@ -337,16 +337,25 @@ def _timing(spec: dict, p: Prepared, fresh, result: dict) -> dict:
     arms, compile_s = {}, {}
     if spec.get("time_eager", True):
         arms["eager"] = versions.get("before") or fresh()
+    # --try-settings timing a suggested setting: the same code compiled with it ("after") and
+    # without it ("before", its modules executed again from `pair_with`, so that no frame shares a
+    # code object, and with it a cache entry, with the other version). Dynamo reads its config
+    # while compiling: each version compiles under its own, and a compile during the timed rounds
+    # (which would see the default) is reported.
+    setting = spec.get("setting_timed") or {}
     for name, fn in versions.items():
         try:
-            arms[name], compile_s[name] = M.compile_first_call(fn, p.args, p.kwargs, device, backend, dynamic)
+            with _dynamo_config(torch, setting if name == "after" else {}):
+                arms[name], compile_s[name] = M.compile_first_call(fn, p.args, p.kwargs, device, backend, dynamic)
         except USER_ERRORS as exc:
             raise StageError("compile", f"torch.compile(backend={backend!r}) failed: {describe(exc)}") from exc
+    frames = _frames_compiled()
     try:
         timed = M.time_arms(arms, p.args, p.kwargs, device, repeat, warmup, float(spec.get("max_seconds", 60)),
                             int(spec.get("seed", 0)))
     except USER_ERRORS as exc:
         raise StageError("forward", f"timing failed: {describe(exc)}") from exc
+    recompiled = bool(setting) and _frames_compiled() != frames
     timing.update(rounds=timed["rounds"], calls_per_round=timed["calls_per_round"], arms=timed["arms"],
                   samples=timed["samples"], load=timed["load"], compile_s_by_version=compile_s)
     if "host" in timed:
@@ -361,7 +370,29 @@ def _timing(spec: dict, p: Prepared, fresh, result: dict) -> dict:
         timing["compiled_before_ms"] = timed["arms"]["before"]["median_ms"]
         timing["compare"] = stats.compare(timed["samples"]["before"], timed["samples"]["after"], int(spec.get("seed", 0)))
     timing.update(stats.assess(timing))
+    if recompiled:
+        timing["warnings"] = [*timing.get("warnings", ()), "Dynamo compiled again while timing, without the setting: "
+                              "the setting's timing is not reliable"]
+        timing["verdict"] = "cannot measure"
     return timing
+
+
+def _dynamo_config(torch, settings: dict):
+    """`torch._dynamo.config.patch(settings)`, or nothing to patch."""
+    import contextlib
+
+    if not settings:
+        return contextlib.nullcontext()
+    import torch._dynamo
+
+    return torch._dynamo.config.patch(settings)
+
+
+def _frames_compiled() -> int:
+    """Frames Dynamo has converted so far in this process."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["frames"]["total"])
 
 
 def run(spec: dict) -> dict[str, Any]:

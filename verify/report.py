@@ -122,9 +122,25 @@ def _settings_lines(report: dict) -> list[str]:
         outputs = "outputs match" if t["outputs_match"] else f"outputs DIFFER ({t.get('outputs_mismatch') or ''})".replace(" ()", "")
         out.append(f"  {t['text']}: {t['graph_count']} graphs, {t['graph_break_count']} breaks, {outputs}"
                    + ("  <- suggested" if t["suggested"] else ""))
+        if t.get("timing"):
+            out += ["    " + line for line in setting_timing_lines(t["timing"])]
     if not any(t["suggested"] for t in tried):
         out.append("  none suggested: no setting lowered the breaks with outputs equal.")
     return out
+
+
+def setting_timing_lines(t: dict) -> list[str]:
+    """A suggested setting's timing: `compiled with it 9.81 ms, without 12.3 ms: 1.26x (95% interval
+    1.22-1.30) faster`, and the warnings."""
+    if t.get("error"):
+        return [f"timing with and without it failed: {t['error']}"]
+    line = f"compiled with it {_ms(t.get('compiled_after_ms'))} ms, without {_ms(t.get('compiled_before_ms'))} ms"
+    if t.get("verdict") == "cannot measure" or t.get("speedup") is None:
+        line += ": cannot measure (see the warnings)"
+    else:
+        lo, hi = t["speedup_ci"]
+        line += f": {t['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}) {t['verdict']}"
+    return [line] + [f"Warning: {w}" for w in t.get("warnings") or ()]
 
 
 def _iqr(arm: Optional[dict]) -> str:

@@ -326,6 +326,24 @@ def try_settings(spec: dict, base: dict, overrides: dict[str, str], ref: str, ti
     return judge_settings(base, [measure(s, timeout) for s in specs])
 
 
+def time_suggested_setting(spec: dict, tried: list[dict], texts: dict[str, str], overrides: dict[str, str], ref: str,
+                           timeout: float, device: str) -> None:
+    """The suggested setting's timing (its entry's "timing"): the code verify ends with, compiled
+    with and without it, interleaved as fixes are timed. Every model file is executed again for the
+    version without it, so the two share no compiled frame."""
+    best = next((t for t in tried if t["suggested"]), None)
+    if best is None:
+        return
+    current = {path: (overrides or {}).get(path, text) for path, text in texts.items()}
+    result = measure({**spec, "source_override": overrides or None, "reference_dir": ref, "timing": True,
+                      "explain": False, "trace": False, "time_eager": False, "pair_with": current,
+                      "setting_timed": best["settings"]}, timeout)
+    if result.get("error"):
+        best["timing"] = {"error": result["error"]}
+    else:
+        best["timing"] = _timing_view(result, device, paired=True)
+
+
 def verify(
     target: str,
     *,
@@ -388,6 +406,8 @@ def verify(
             _raise_if_failed(timed, "timing failed: ")
         end = after or before
         tried = try_settings(spec, end, overrides, ref, timeout) if settings and breaks_seen(end) > 0 else None
+        if tried and timing:
+            time_suggested_setting(spec, tried, linted.texts, overrides, ref, timeout, device)
 
     findings, missed = reconcile(linted, all_breaks(before), before.get("executed_lines", {}), before.get("traced_lines"),
                                  recompile_guards(before))
