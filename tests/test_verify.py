@@ -533,6 +533,8 @@ def test_try_settings_suggests_allow_rnn_where_dynamo_refused_an_lstm():
     timing = rnn["timing"]
     assert timing["compiled_before_ms"] > 0 and timing["compiled_after_ms"] > 0, timing
     assert timing["rounds"] >= 10 and set(timing["arms"]) == {"before", "after"}
+    # Each version compiled as measured above: no graph without the setting, one with it.
+    assert timing["graphs_by_version"] == {"before": 0, "after": 1}, timing
     assert timing["verdict"] in ("faster", "slower", "no measurable difference", "cannot measure")
     assert all("timing" not in t for t in report["settings_tried"] if not t["suggested"])
     text = render(report, "text")

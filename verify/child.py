@@ -343,12 +343,17 @@ def _timing(spec: dict, p: Prepared, fresh, result: dict) -> dict:
     # while compiling: each version compiles under its own, and a compile during the timed rounds
     # (which would see the default) is reported.
     setting = spec.get("setting_timed") or {}
+    graphs = {}
     for name, fn in versions.items():
         try:
             with _dynamo_config(torch, setting if name == "after" else {}):
+                start = _graphs_compiled()
                 arms[name], compile_s[name] = M.compile_first_call(fn, p.args, p.kwargs, device, backend, dynamic)
+                graphs[name] = _graphs_compiled() - start
         except USER_ERRORS as exc:
             raise StageError("compile", f"torch.compile(backend={backend!r}) failed: {describe(exc)}") from exc
+    if setting:
+        timing["graphs_by_version"] = graphs  # what each timed version compiled: the setting's effect
     frames = _frames_compiled()
     try:
         timed = M.time_arms(arms, p.args, p.kwargs, device, repeat, warmup, float(spec.get("max_seconds", 60)),
@@ -386,6 +391,13 @@ def _dynamo_config(torch, settings: dict):
     import torch._dynamo
 
     return torch._dynamo.config.patch(settings)
+
+
+def _graphs_compiled() -> int:
+    """Graphs Dynamo has produced so far in this process."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
 
 
 def _frames_compiled() -> int:

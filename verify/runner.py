@@ -342,6 +342,7 @@ def time_suggested_setting(spec: dict, tried: list[dict], texts: dict[str, str],
         best["timing"] = {"error": result["error"]}
     else:
         best["timing"] = _timing_view(result, device, paired=True)
+        best["timing"]["graphs_by_version"] = (result.get("timing") or {}).get("graphs_by_version")
 
 
 def verify(
