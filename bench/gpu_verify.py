@@ -61,6 +61,15 @@ def big_bird_block_sparse(hidden: int = 64, layers: int = 2, seq: int = 128, bat
     return BigBirdModel(cfg), {"input_ids": _ids(batch, seq)}
 
 
+def timm_model(name: str = "sequencer2d_s", batch: int = 2, size: int = 224):
+    """A timm model with random weights. sequencer2d_s runs bidirectional nn.LSTMs over image rows
+    and columns, which Dynamo refuses without `allow_rnn` (the setting --try-settings suggests)."""
+    import timm
+    import torch
+
+    return timm.create_model(name, pretrained=False), {"x": torch.randn(batch, 3, size, size)}
+
+
 def big_bird_short_sequence():
     """BigBird given a sequence too short for block-sparse: it logs a warning inside forward."""
     from transformers import BigBirdConfig, BigBirdModel
@@ -144,6 +153,7 @@ REAL_CTRL = {"hidden": 1024, "layers": 6, "seq": 512, "batch": 4}
 REAL_SWITCH = {"d_model": 512, "layers": 4, "experts": 8, "seq": 512, "batch": 4, "target": 128}
 # A BART-style encoder with LayerDrop as earlier transformers wrote it (tests/fixtures/verify).
 REAL_LAYERDROP = {"hidden": 1024, "layers": 12, "seq": 512, "batch": 8}
+REAL_SEQUENCER = {"batch": 32, "size": 224}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
 LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
@@ -165,6 +175,8 @@ CASES = [
     Case("ctrl", f"{THIS}::ctrl_model", {"target_args": REAL_CTRL}),
     Case("layerdrop encoder (train)", f"{FIXTURES}/layerdrop_encoder.py::layerdrop_encoder",
          {"target_args": REAL_LAYERDROP, "train": True}),
+    Case("sequencer2d_s (timm, try settings)", f"{THIS}::timm_model", {"target_args": REAL_SEQUENCER, "try_settings": True}),
+    Case("longformer (try settings)", f"{THIS}::longformer_tiny", {"target_args": REAL_LONGFORMER, "try_settings": True}),
     Case("switch_transformers", f"{THIS}::switch_model", {"target_args": REAL_SWITCH}),
     Case("switch_transformers (large)", f"{THIS}::switch_model", {"target_args": LARGE_SWITCH}),
     Case("big_bird (short sequence)", f"{THIS}::big_bird_short_sequence"),
@@ -183,7 +195,8 @@ def run_case(case: Case, device: str, repeat: int, unsafe: bool, timeout: float,
                         unsafe_fixes=unsafe or bool(opts.get("unsafe_fixes")),
                         input_shape=opts.get("input_shape"), second_input_shape=opts.get("second_input_shape"),
                         dynamic=opts.get("dynamic"), target_args=opts.get("target_args"), max_seconds=max_time,
-                        cold_compile=cold_compile, settings=settings, train=bool(opts.get("train")))
+                        cold_compile=cold_compile, settings=settings or bool(opts.get("try_settings")),
+                        train=bool(opts.get("train")))
     except VerifyError as exc:
         return {"target": case.target, "error": str(exc), "details": exc.details[-3000:]}
     return report
@@ -233,6 +246,16 @@ def table_row(case: Case, report: dict, run: str = "") -> str:
         best = next((t for t in tried if t["suggested"]), None)
         findings += (f"; suggested {', '.join(best['settings'])}: {best['graph_count']} / {best['graph_break_count']}"
                      if best else "; no Dynamo setting helps")
+        st = (best or {}).get("timing") or {}
+        if st.get("compiled_after_ms") is not None:
+            ratio = (f"{st['speedup']:.2f}x [{st['speedup_ci'][0]:.2f}-{st['speedup_ci'][1]:.2f}] {st['verdict']}"
+                     if st.get("speedup") is not None and st.get("verdict") != "cannot measure" else "cannot measure")
+            sbusy = st.get("gpu_busy") or {}
+            findings += (f", compiled {_arm(st, 'before')} ms without it, {_arm(st, 'after')} ms with it: {ratio}"
+                         + (" (GPU busy " + " → ".join(f"{sbusy[n]:.0%}" for n in ("before", "after") if n in sbusy) + ")"
+                            if sbusy else ""))
+        elif st.get("error"):
+            findings += f", timing failed: {st['error'][:80]}"
     warnings = "; ".join(w.split(":")[0] for w in t.get("warnings") or ()) or "-"
     busy = t.get("gpu_busy") or {}
     if busy:
