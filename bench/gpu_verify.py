@@ -243,8 +243,9 @@ def table_row(case: Case, report: dict, run: str = "") -> str:
         match = "yes" if report["outputs_match"] else "NO"
     tried = report.get("settings_tried")
     if tried is not None:
-        best = next((t for t in tried if t["suggested"]), None)
-        findings += (f"; suggested {', '.join(best['settings'])}: {best['graph_count']} / {best['graph_break_count']}"
+        best = next((t for t in tried if t["suggested"] or t.get("slower")), None)
+        label = "suggested" if best and best["suggested"] else "not suggested (slower)"
+        findings += (f"; {label} {', '.join(best['settings'])}: {best['graph_count']} / {best['graph_break_count']}"
                      if best else "; no Dynamo setting helps")
         st = (best or {}).get("timing") or {}
         if st.get("compiled_after_ms") is not None:

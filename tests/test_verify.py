@@ -574,6 +574,28 @@ def test_settings_lines_say_none_suggested_and_show_mismatches():
     assert "none suggested" in render(report, "markdown")
 
 
+def test_a_setting_that_times_slower_is_not_suggested(monkeypatch):
+    # timm's sequencer2d_s on an H100: allow_rnn makes one graph of 13, and the compiled code slower.
+    arm = lambda ms: {"median_ms": ms, "q1_ms": ms * 0.99, "q3_ms": ms * 1.01}
+    child = {"timing": {"device": "cuda", "backend": "inductor", "repeat": 30, "warmup": 3, "rounds": 30,
+                        "arms": {"before": arm(35.2), "after": arm(40.5)}, "verdict": "slower", "warnings": [],
+                        "compare": {"speedup": 0.87, "ci": [0.86, 0.88]}, "graphs_by_version": {"before": 13, "after": 1}}}
+    seen = []
+    monkeypatch.setattr(runner, "measure", lambda spec, timeout: seen.append(spec) or child)
+    rnn = {"settings": {"allow_rnn": True}, "text": "torch._dynamo.config.allow_rnn = True", "suggested": True,
+           "graph_count": 1, "graph_break_count": 0, "outputs_match": True}
+    tried = [rnn]
+    runner.time_suggested_setting({"target": "m.py::M"}, tried, {"/m.py": "x = 1"}, {}, "/ref", 60, "cuda")
+    # One child: the code as verify ends with, the setting on one version, every model file paired.
+    assert seen[0]["setting_timed"] == {"allow_rnn": True} and seen[0]["pair_with"] == {"/m.py": "x = 1"}
+    assert rnn["suggested"] is False and rnn["slower"] is True
+    assert rnn["timing"]["graphs_by_version"] == {"before": 13, "after": 1}
+    text = render({**SAMPLE_REPORT, "settings_tried": tried}, "text")
+    assert "allow_rnn = True: 1 graphs, 0 breaks, outputs match  <- fewer breaks but SLOWER: not suggested" in text
+    assert "compiled with it 40.500 ms, without 35.200 ms: 0.87x (95% interval 0.86-0.88) slower" in text
+    assert "none suggested: the setting that lowered the breaks with outputs equal made the compiled code slower." in text
+
+
 @pytest.mark.torch
 def test_a_break_inside_torch_is_placed_at_the_user_frame_that_led_there():
     """`nn.Linear(...)` built in forward breaks in torch's linear.py: the report names the user's line."""

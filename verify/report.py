@@ -120,11 +120,13 @@ def _settings_lines(report: dict) -> list[str]:
             out.append(f"  {t['text']}: failed: {t['error']}")
             continue
         outputs = "outputs match" if t["outputs_match"] else f"outputs DIFFER ({t.get('outputs_mismatch') or ''})".replace(" ()", "")
-        out.append(f"  {t['text']}: {t['graph_count']} graphs, {t['graph_break_count']} breaks, {outputs}"
-                   + ("  <- suggested" if t["suggested"] else ""))
+        mark = "  <- suggested" if t["suggested"] else "  <- fewer breaks but SLOWER: not suggested" if t.get("slower") else ""
+        out.append(f"  {t['text']}: {t['graph_count']} graphs, {t['graph_break_count']} breaks, {outputs}{mark}")
         if t.get("timing"):
             out += ["    " + line for line in setting_timing_lines(t["timing"])]
-    if not any(t["suggested"] for t in tried):
+    if any(t.get("slower") for t in tried):
+        out.append("  none suggested: the setting that lowered the breaks with outputs equal made the compiled code slower.")
+    elif not any(t["suggested"] for t in tried):
         out.append("  none suggested: no setting lowered the breaks with outputs equal.")
     return out
 

@@ -343,6 +343,9 @@ def time_suggested_setting(spec: dict, tried: list[dict], texts: dict[str, str],
     else:
         best["timing"] = _timing_view(result, device, paired=True)
         best["timing"]["graphs_by_version"] = (result.get("timing") or {}).get("graphs_by_version")
+        if best["timing"].get("verdict") == "slower":
+            # Fewer breaks, slower code (timm's sequencer with allow_rnn on an H100): not suggested.
+            best.update(suggested=False, slower=True)
 
 
 def verify(
