@@ -471,6 +471,16 @@ class SettingsMeasure(FakeMeasure):
                 result["graph_count"] -= extra
                 result["graph_break_count"] -= extra
             result["compiled_outputs_match"] = not settings.get("capture_dynamic_output_shape_ops")
+        if spec.get("setting_timed") and not result.get("error"):
+            # The suggestion timed with and without it: 1.5x slower where a text says SLOW_SETTING.
+            from dynalint.verify import stats
+
+            before, after = rounds(1.5 if "SLOW_SETTING" in "\n".join(self.texts(spec).values()) else 1 / 1.5, 0.01)
+            timing = {"device": "cpu", "backend": "inductor", "repeat": 30, "warmup": 3, "threads": 1,
+                      "load": [{"load1": 0.1, "cpus": 2}], "arms": {"before": stats.summary(before), "after": stats.summary(after)},
+                      "compare": stats.compare(before, after), "graphs_by_version": {"before": 3, "after": 1}}
+            timing.update(stats.assess(timing))
+            result["timing"] = timing
         return result
 
 
@@ -491,6 +501,24 @@ def test_try_settings_suggests_a_setting_for_models_that_still_break(repo):
     assert not both["suggested"] and not both["outputs_match"]  # fewer breaks, but the outputs changed
     md = (repo / "report/report.md").read_text(encoding="utf-8")
     assert "## Dynamo settings tried on models that still break" in md and "capture_scalar_outputs = True" in md
+    # The suggestion is timed against the files on disk without it: one child per model, the
+    # setting on one version, every file the model loads paired.
+    timed = [s for s in fake.specs if s.get("setting_timed")]
+    assert len(timed) == 2 and all(s["setting_timed"] == {"capture_scalar_outputs": True} and s["timing"]
+                                   and str(net) in s["pair_with"] for s in timed), timed
+    assert scalar["timing"]["verdict"] == "faster" and scalar["timing"]["graphs_by_version"] == {"before": 3, "after": 1}
+    assert "1.50x faster | yes |" in md
+
+
+def test_a_suggested_setting_that_times_slower_is_dropped(repo):
+    net = repo / "pkg/net.py"
+    net.write_text(net.read_text(encoding="utf-8") + "\n# EXTRA_GRAPHS SLOW_SETTING\n", encoding="utf-8")
+    run_migration(options(repo, allow_dirty=True, try_settings=True), measure=SettingsMeasure(repo))
+    for model in [m for m in report(repo)["models"] if m["settings_tried"]]:
+        scalar = next(t for t in model["settings_tried"] if t["text"] == "torch._dynamo.config.capture_scalar_outputs = True")
+        assert scalar["slower"] and not scalar["suggested"] and scalar["timing"]["verdict"] == "slower"
+        assert not any(t["suggested"] for t in model["settings_tried"])
+    assert "| no: slower |" in (repo / "report/report.md").read_text(encoding="utf-8")
 
 
 def test_settings_are_not_tried_without_the_flag(repo):

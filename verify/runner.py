@@ -326,26 +326,35 @@ def try_settings(spec: dict, base: dict, overrides: dict[str, str], ref: str, ti
     return judge_settings(base, [measure(s, timeout) for s in specs])
 
 
+def setting_timing_spec(spec: dict, setting: dict, texts: dict[str, str]) -> dict:
+    """A child spec timing the code `spec` builds compiled with `setting` and without it,
+    interleaved as fixes are timed. `texts`: every model file as it is now; the version without the
+    setting executes them again, so the two share no compiled frame."""
+    return {**spec, "timing": True, "explain": False, "trace": False, "time_eager": False, "pair_with": texts,
+            "setting_timed": setting}
+
+
+def judge_setting_timing(best: dict, result: dict, device: str) -> None:
+    """The timed setting's entry gets "timing"; slower than without it, it is no longer suggested
+    (fewer breaks, slower code: timm's sequencer with allow_rnn on an H100)."""
+    if result.get("error"):
+        best["timing"] = {"error": result["error"]}
+        return
+    best["timing"] = _timing_view(result, device, paired=True) or {"error": "no timing"}
+    best["timing"]["graphs_by_version"] = (result.get("timing") or {}).get("graphs_by_version")
+    if best["timing"].get("verdict") == "slower":
+        best.update(suggested=False, slower=True)
+
+
 def time_suggested_setting(spec: dict, tried: list[dict], texts: dict[str, str], overrides: dict[str, str], ref: str,
                            timeout: float, device: str) -> None:
-    """The suggested setting's timing (its entry's "timing"): the code verify ends with, compiled
-    with and without it, interleaved as fixes are timed. Every model file is executed again for the
-    version without it, so the two share no compiled frame."""
+    """verify's timing of the setting it suggests, on the code it ends with (fixed or original)."""
     best = next((t for t in tried if t["suggested"]), None)
     if best is None:
         return
     current = {path: (overrides or {}).get(path, text) for path, text in texts.items()}
-    result = measure({**spec, "source_override": overrides or None, "reference_dir": ref, "timing": True,
-                      "explain": False, "trace": False, "time_eager": False, "pair_with": current,
-                      "setting_timed": best["settings"]}, timeout)
-    if result.get("error"):
-        best["timing"] = {"error": result["error"]}
-    else:
-        best["timing"] = _timing_view(result, device, paired=True)
-        best["timing"]["graphs_by_version"] = (result.get("timing") or {}).get("graphs_by_version")
-        if best["timing"].get("verdict") == "slower":
-            # Fewer breaks, slower code (timm's sequencer with allow_rnn on an H100): not suggested.
-            best.update(suggested=False, slower=True)
+    child = setting_timing_spec({**spec, "source_override": overrides or None, "reference_dir": ref}, best["settings"], current)
+    judge_setting_timing(best, measure(child, timeout), device)
 
 
 def verify(

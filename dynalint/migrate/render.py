@@ -175,16 +175,28 @@ def missed_table(data: dict) -> tuple[list[str], list[list[str]]]:
 
 
 def settings_table(data: dict) -> tuple[list[str], list[list[str]]]:
-    head = ["model", "Dynamo setting", "graphs", "breaks", "outputs match", "suggested"]
+    head = ["model", "Dynamo setting", "graphs", "breaks", "outputs match", "compiled with it / without", "suggested"]
     rows = []
     for m in data["models"]:
         for t in m.get("settings_tried") or ():
             if t.get("error"):
-                rows.append([m["name"], t["text"], "-", "-", f"failed: {t['error']}", "no"])
+                rows.append([m["name"], t["text"], "-", "-", f"failed: {t['error']}", "-", "no"])
             else:
+                suggested = "yes" if t["suggested"] else "no: slower" if t.get("slower") else "no"
                 rows.append([m["name"], t["text"], str(t["graph_count"]), str(t["graph_break_count"]),
-                             fmt(t["outputs_match"]), "yes" if t["suggested"] else "no"])
+                             fmt(t["outputs_match"]), _setting_time(t.get("timing")), suggested])
     return head, rows
+
+
+def _setting_time(t: Optional[dict]) -> str:
+    if not t:
+        return "-"
+    if t.get("error"):
+        return f"timing failed: {t['error']}"
+    text = f"{t['compiled_after_ms']:.3f} / {t['compiled_before_ms']:.3f} ms"
+    if t.get("speedup") is not None and t.get("verdict") not in (None, "cannot measure"):
+        return text + f": {t['speedup']:.2f}x {t['verdict']}"
+    return text + ": cannot measure"
 
 
 SECTIONS = [

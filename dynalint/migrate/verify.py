@@ -398,6 +398,31 @@ class ModelVerifier:
             run.settings = judge_settings(run.after, list(results))
             best = next((t["text"] for t in run.settings if t["suggested"]), None)
             self.progress(f"  {run.name}: " + (f"suggested {best}" if best else "no setting lowers the breaks"))
+        if self.options.timing:
+            self._time_settings(owners)
+
+    def _time_settings(self, owners: list[ModelRun]) -> None:
+        """Each suggestion timed against the files on disk without it; a slower one is dropped."""
+        from dynalint.verify.runner import judge_setting_timing, setting_timing_spec
+
+        timed = [(r, t) for r in owners for t in r.settings if t["suggested"]]
+        if not timed:
+            return
+        self.progress(f"Timing {len(timed)} suggested setting{'s' if len(timed) != 1 else ''} with and without it")
+        jobs = [[setting_timing_spec(self._spec(r.entry, reference_dir=str(self.state.reference_dir(r.name))),
+                                     t["settings"], {p: self.tree.current(p) for p in r.deps})] for r, t in timed]
+        for index, (result,), _ in self.measurer.run(jobs):
+            run, best = timed[index]
+            judge_setting_timing(best, result, self.options.device)
+            t = best["timing"]
+            if t.get("error"):
+                self.progress(f"  {run.name}: timing failed: {t['error']}")
+            elif best.get("slower"):
+                self.progress(f"  {run.name}: {best['text']} is slower ({t['speedup']:.2f}x): not suggested")
+            else:
+                verdict = t.get("verdict") or "cannot measure"
+                ratio = f"{t['speedup']:.2f}x, " if t.get("speedup") is not None and verdict != "cannot measure" else ""
+                self.progress(f"  {run.name}: {best['text']}: {ratio}{verdict}")
 
     # -- blame and revert ----------------------------------------------------------------------
     def _candidates(self, run: ModelRun, changed: list[str]) -> list[str]:
