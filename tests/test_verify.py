@@ -541,6 +541,19 @@ def test_try_settings_suggests_allow_rnn_where_dynamo_refused_an_lstm():
     assert f"compiled with it {timing['compiled_after_ms']:.3f} ms, without {timing['compiled_before_ms']:.3f} ms" in text
 
 
+def test_compiled_slower_than_eager_is_said_only_when_the_rounds_show_it():
+    from dynalint.verify.report import eager_line
+
+    # timm's sequencer2d_s on an H100: eager 29.6 ms, compiled with its breaks 35.2 ms.
+    slower = {"vs_eager": {"speedup": 0.842, "ci": [0.835, 0.85], "verdict": "slower"}, "warnings": []}
+    assert eager_line(slower) == ("Compiled is SLOWER than eager here: 0.84x (95% interval 0.83-0.85); for this "
+                                  "model and input size torch.compile does not pay off as the code is.")
+    assert "Compiled (after the fixes) is SLOWER" in eager_line({**slower, "compiled_before_ms": 40.0})
+    assert eager_line({**slower, "warnings": ["launch-bound: 40 us per call"]}) is None
+    assert eager_line({"vs_eager": {"speedup": 1.3, "ci": [1.2, 1.4], "verdict": "faster"}, "warnings": []}) is None
+    assert eager_line({"warnings": []}) is None
+
+
 def test_setting_timing_lines():
     from dynalint.verify.report import setting_timing_lines
 

@@ -374,6 +374,9 @@ def _timing(spec: dict, p: Prepared, fresh, result: dict) -> dict:
     if "before" in arms:
         timing["compiled_before_ms"] = timed["arms"]["before"]["median_ms"]
         timing["compare"] = stats.compare(timed["samples"]["before"], timed["samples"]["after"], int(spec.get("seed", 0)))
+    if "eager" in arms:
+        # Compiled against eager, same rounds: breaks can make the compiled model the slower one.
+        timing["vs_eager"] = stats.compare(timed["samples"]["eager"], timed["samples"][main], int(spec.get("seed", 0)))
     timing.update(stats.assess(timing))
     if recompiled:
         timing["warnings"] = [*timing.get("warnings", ()), "Dynamo compiled again while timing, without the setting: "

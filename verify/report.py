@@ -192,10 +192,25 @@ def speedup_line(t: dict) -> Optional[str]:
     return f"Speedup of the fixes: {t['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}): {t['verdict']}."
 
 
+def eager_line(t: dict) -> Optional[str]:
+    """`Compiled is SLOWER than eager here: 0.84x (...)`, where the interleaved rounds say so and
+    nothing (load, launch-bound, noise) was warned about."""
+    vs = t.get("vs_eager") or {}
+    if vs.get("verdict") != "slower" or t.get("warnings") or not vs.get("ci"):
+        return None
+    lo, hi = vs["ci"]
+    return (f"Compiled{' (after the fixes)' if t.get('compiled_before_ms') is not None else ''} is SLOWER than eager "
+            f"here: {vs['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}); for this model and input size "
+            "torch.compile does not pay off as the code is.")
+
+
 def _timing_footer(report: dict) -> list[str]:
     t = report["timing"]
     lines = []
     line = speedup_line(t)
+    if line:
+        lines.append(line)
+    line = eager_line(t)
     if line:
         lines.append(line)
     lines += [f"Warning: {w}" for w in t.get("warnings") or ()]

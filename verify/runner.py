@@ -245,6 +245,7 @@ def _timing_view(result: Optional[dict], device_asked: str, paired: bool) -> Opt
         "speedup_ci": compare.get("ci") if paired else None,
         "verdict": t.get("verdict") if paired else None,
         "warnings": list(t.get("warnings") or ()),
+        "vs_eager": t.get("vs_eager"),
         "arms": arms, "load": t.get("load"),
     }
     kernel = t.get("kernel_ms") or {}
