@@ -199,7 +199,7 @@ def eager_line(t: dict) -> Optional[str]:
     if vs.get("verdict") != "slower" or t.get("warnings") or not vs.get("ci"):
         return None
     lo, hi = vs["ci"]
-    return (f"Compiled{' (after the fixes)' if t.get('compiled_before_ms') is not None else ''} is SLOWER than eager "
+    return (f"Compiled{' (after the fixes)' if 'before' in (t.get('arms') or {}) else ''} is SLOWER than eager "
             f"here: {vs['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}); for this model and input size "
             "torch.compile does not pay off as the code is.")
 
