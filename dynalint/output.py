@@ -56,15 +56,34 @@ def format_text(findings: list[Finding], sources: Optional[dict[str, str]] = Non
         if lines is None:  # not setdefault: that would split the whole file again for every finding
             lines = lines_cache[f.filename] = text.splitlines()
         if 1 <= f.row <= len(lines):
-            line = lines[f.row - 1]
-            end = f.end_column if f.end_row == f.row else len(line) + 1
             # Tabs are shown as 4 spaces so that the caret lines up in any terminal.
-            before = len(line[: f.column - 1].expandtabs(4))
-            width = len(line[: end - 1].expandtabs(4)) - before
+            line = lines[f.row - 1].expandtabs(4)
+            raw = lines[f.row - 1]
+            end = f.end_column if f.end_row == f.row else len(raw) + 1
+            before = len(raw[: f.column - 1].expandtabs(4))
+            width = max(1, len(raw[: end - 1].expandtabs(4)) - before)
+            line, before, width = _window(line, before, width)
             gutter = f"{f.row:>4} | "
-            out.append(f"{gutter}{line.expandtabs(4)}\n")
-            out.append(" " * (len(gutter) + before) + "^" * max(1, width) + "\n")
+            out.append(f"{gutter}{line}\n")
+            out.append(" " * (len(gutter) + before) + "^" * width + "\n")
     return "".join(out)
+
+
+SNIPPET_WIDTH = 160
+
+
+def _window(line: str, start: int, width: int) -> tuple[str, int, int]:
+    """A very long line (generated or minified code) shown as the part around the finding, cut
+    with `...`: (line, caret start, caret width)."""
+    if len(line) <= SNIPPET_WIDTH:
+        return line, start, width
+    width = min(width, SNIPPET_WIDTH - 40)
+    lo = max(0, start - 40)
+    hi = min(len(line), lo + SNIPPET_WIDTH)
+    text = line[lo:hi]
+    prefix = "..." if lo > 0 else ""
+    suffix = "..." if hi < len(line) else ""
+    return prefix + text + suffix, start - lo + len(prefix), width
 
 
 def finding_json(f: Finding) -> dict:

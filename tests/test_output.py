@@ -47,6 +47,17 @@ def test_text_multiline_span_underlines_to_the_end_of_the_first_line():
     assert out.splitlines()[2] == " " * len("   5 |     ") + "^" * len("return x")
 
 
+def test_a_very_long_line_is_shown_around_the_finding():
+    # Generated code: a 10,000-character line is cut to the part around the span, caret under it.
+    line = "x = " + "a + " * 2000 + "print(x) + " + "b + " * 500 + "c"
+    col = line.index("print(x)") + 1
+    found = Finding("DYN101", "`print()` breaks the graph", "gen.py", 1, col, 1, col + len("print(x)"))
+    _, shown, caret = format_text([found], sources={"gen.py": line + "\n"}).splitlines()
+    assert len(shown) < 200 and shown.startswith("   1 | ...") and shown.endswith("...")
+    start = caret.index("^")
+    assert shown[start:start + len("print(x)")] == "print(x)" and caret.count("^") == len("print(x)")
+
+
 def test_fix_marks_depend_on_unsafe():
     assert format_concise([UNSAFE]) == "other.py:1:1: DYN110 `.item()` syncs\n"
     assert format_concise([UNSAFE], unsafe=True) == "other.py:1:1: DYN110 [*] `.item()` syncs\n"
