@@ -2345,6 +2345,39 @@ def test_tensor_test_deciding_an_early_exit_without_a_fix_says_what_to_do():
         "`if` on a tensor value breaks the graph; use `torch.where` or `torch.cond`"]
 
 
+def test_a_read_back_value_deciding_a_branch_without_a_fix_says_what_to_do():
+    # Longformer's `is_global_attn = ....any().item()` (passed down as a flag), a count tested
+    # later, reads in a test, `bool()`; not a read inside a loop body that only feeds arithmetic.
+    code = """
+        import torch
+        from torch import nn
+
+
+        class Enc(nn.Module):
+            def forward(self, x, mask):
+                is_global_attn = mask.flatten().any().item()
+                k = (x > 0).sum().item()
+                if k > 3:
+                    x = x * 2
+                while x.max().item() > 10:
+                    x = x / 2
+                    self.last = x.mean().item()
+                if bool(x.sum() > 0):
+                    x = x + 1
+                size = None
+                if size is None:  # an identity check decides nothing by value
+                    size = x.max().long().item()
+                return self.layer(x, is_global_attn) + torch.arange(size)
+        """
+    result = fixed(code)
+    messages = {f.row: f.message for f in result.remaining if f.code == "DYN110"}
+    assert "decides a Python branch" not in messages[18], messages
+    branch = {row for row, m in messages.items() if "decides a Python branch" in m}
+    assert branch == {7, 8, 11, 14}, messages
+    assert "pass it in as a Python value" in messages[7]
+    assert messages[13] == "`.item()` reads a tensor value and breaks the graph; keep it a tensor or return it"
+
+
 def test_draw_comparisons_that_are_not_certain_at_zero_are_left_alone():
     code = """
         import torch

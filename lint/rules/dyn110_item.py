@@ -19,7 +19,11 @@ def forward(self, x):
 ## Use instead
 Keep the value a tensor: `x / x.abs().max()` (the unsafe autofix drops `.item()` when the value
 only feeds tensor arithmetic). To report a number, return the tensor and call `.item()` outside
-the compiled model.
+the compiled model. A value that decides a Python branch (read in an `if`/`while` test, a
+`bool()`, an `.any()`/`.all()` flag such as Longformer's `is_global_attn`, or a name a test of
+the function reads) breaks either way: without `.item()` the branch on the tensor breaks
+instead. Compute the flag outside the compiled region and pass it in as a Python value (Dynamo
+guards on it), or keep both paths as tensors and select with `torch.where`; the message says so.
 
 A tensor built from a Python number only to do math on it and be read back
 (`2 ** float(torch.tensor(s).log2().round())`, `-torch.log2(torch.tensor(s)).item()`) gets an
@@ -36,8 +40,19 @@ tensor's dtype.
 
 import libcst as cst
 
+from ..fastcst import iter_nodes
 from ..kinds import Kind
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
+from ..variables import target_names, variable_names
+
+# Without a fix, a value that decides a Python branch gets advice that fits it: dropping `.item()`
+# only moves the break to the branch on the tensor.
+BRANCH_MESSAGE = (
+    "{what} reads a tensor value that decides a Python branch and breaks the graph (without it the "
+    "branch on the tensor breaks instead): compute the flag outside the compiled region and pass it "
+    "in as a Python value, or keep both paths as tensors and select with `torch.where`"
+)
+FLAG_REDUCTIONS = frozenset(("any", "all"))
 
 
 class ItemCall(Rule):
@@ -58,22 +73,20 @@ class ItemCall(Rule):
             recv_kind = ctx.kind(func.value)
             if recv_kind in (Kind.NOT_TENSOR, Kind.SIZE):
                 return
-            ctx.report(
-                self,
-                node,
-                "`.item()` reads a tensor value and breaks the graph; keep it a tensor or return it",
-                fix=offer_fix("python_math", ctx, node, self.code) or offer_fix("item", ctx, node, self.code),
-            )
+            fix = offer_fix("python_math", ctx, node, self.code) or offer_fix("item", ctx, node, self.code)
+            message = "`.item()` reads a tensor value and breaks the graph; keep it a tensor or return it"
+            if fix is None and _decides_a_branch(node, ctx):
+                message = BRANCH_MESSAGE.format(what="`.item()`")
+            ctx.report(self, node, message, fix=fix)
             return
         if type(func) is cst.Name and func.value in ("int", "float", "bool") and len(node.args) == 1:
             arg = node.args[0].value
             if ctx.call_name(node) == func.value and ctx.is_tensor(arg) and not ctx.is_numpy_of_numbers(arg):
-                ctx.report(
-                    self,
-                    node,
-                    f"`{func.value}()` of a tensor reads its value and breaks the graph; keep it a tensor",
-                    fix=offer_fix("python_math", ctx, node, self.code) or offer_fix("item", ctx, node, self.code),
-                )
+                fix = offer_fix("python_math", ctx, node, self.code) or offer_fix("item", ctx, node, self.code)
+                message = f"`{func.value}()` of a tensor reads its value and breaks the graph; keep it a tensor"
+                if fix is None and _decides_a_branch(node, ctx):
+                    message = BRANCH_MESSAGE.format(what=f"`{func.value}()` of a tensor")
+                ctx.report(self, node, message, fix=fix)
 
     invalid = (
         Example(
@@ -208,3 +221,47 @@ class ItemCall(Rule):
 
 
 RULE = ItemCall
+
+
+def _decides_a_branch(node: cst.Call, ctx: RuleContext) -> bool:
+    """Is the value read a branch's deciding flag: inside an `if`/`while`/conditional test, a
+    `bool()` or an `.any()`/`.all()` read back (Longformer's `is_global_attn = ....any().item()`),
+    or bound to a name that a test of the function reads?"""
+    chain = (*ctx.ancestors(), node)
+    if any(type(a) in (cst.If, cst.While, cst.IfExp) and chain[i + 1] is a.test for i, a in enumerate(chain[:-1])):
+        return True
+    func = node.func
+    if type(func) is cst.Name and func.value == "bool":
+        return True
+    receiver = func.value if type(func) is cst.Attribute else node.args[0].value
+    if type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and receiver.func.attr.value in FLAG_REDUCTIONS:
+        return True
+    statement = ctx.statement
+    if type(statement) is cst.SimpleStatementLine and type(statement.body[0]) is cst.Assign:
+        assign = statement.body[0]
+        if assign.value is node:
+            bound = set().union(*(target_names(t.target) for t in assign.targets))
+            return bool(bound & _tested_names(ctx))
+    return False
+
+
+def _tested_names(ctx: RuleContext) -> set:
+    """Names the function's `if`/`while`/conditional tests read by value (memoized per function)."""
+    state = ctx.rule_state("DYN110")
+    found = state.get("tested_names")
+    if found is None:
+        found = state["tested_names"] = set()
+        for n in iter_nodes(ctx.fn):
+            if type(n) in (cst.If, cst.While, cst.IfExp):
+                found |= variable_names(n.test) - _none_checked(n.test)
+    return found
+
+
+def _none_checked(test) -> set:
+    """Names a test only compares by identity (`max_len is None`: that decides nothing by value)."""
+    checked = set()
+    for n in iter_nodes(test):
+        if type(n) is cst.Comparison and all(type(c.operator) in (cst.Is, cst.IsNot) for c in n.comparisons):
+            checked |= {p.value for p in (n.left, *(c.comparator for c in n.comparisons)) if type(p) is cst.Name}
+    return checked
+
