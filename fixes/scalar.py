@@ -10,7 +10,9 @@
 - the value is one side of the single comparison an `assert` tests (`assert lengths.max().item()
   <= slen`, XLM): assert the tensor comparison, which Dynamo keeps in the graph. Eager, the same
   AssertionError; compiled, a failure raises RuntimeError; the comparison takes the tensor's dtype
-  (`float()` of a float32 tensor compared in float32, not float64).
+  (`float()` of a float32 tensor compared in float32, not float64);
+- the value is what an `assert` tests (`assert torch.all(ids >= 0).item(), msg`, ProphetNet and
+  UDOP; `assert bool(t)`): assert the tensor (probed on torch 2.13: 2 graphs -> 1).
 
 Anything else (an index, a shape, a condition, logging) gets no fix: the value really is needed
 on the host, and the way out is to return the tensor from the compiled region.
@@ -48,10 +50,16 @@ def item_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN110"):
         if not (deletable or is_tensor):
             return None
         return guarded(code, lambda positions, module: _delete_or_drop(info, positions, unused, call, receiver, kind, deletable))
-    if kind == "bool" or not is_tensor:
+    if not is_tensor:
+        return None
+    if kind in ("item", "bool") and isinstance(info.parent(call), cst.Assert) and info.parent(call).test is call:
+        # `assert torch.all(ids >= 0).item(), msg` (ProphetNet, UDOP): a one-element tensor's truth
+        # is its value's.
+        return guarded(code, lambda positions, module: _drop(info, positions, call, receiver, kind, asserted="tensor"))
+    if kind == "bool":
         return None
     if kind in ("item", "float") and _asserted_comparison(info, call):
-        return guarded(code, lambda positions, module: _drop(info, positions, call, receiver, kind, asserted=True))
+        return guarded(code, lambda positions, module: _drop(info, positions, call, receiver, kind, asserted="comparison"))
     if not _feeds_tensor_arithmetic(info, ctx, call):
         return None
     return guarded(code, lambda positions, module: _drop(info, positions, call, receiver, kind))
@@ -75,12 +83,13 @@ def _replacement(info: SourceInfo, positions, receiver: cst.BaseExpression, kind
 
 
 def _drop(info: SourceInfo, positions, call: cst.Call, receiver: cst.BaseExpression, kind: str,
-          asserted: bool = False):
+          asserted: Optional[str] = None):
     what = "`.item()`" if kind == "item" else f"`{kind}()`"
     edit = replace_node(positions, call, _replacement(info, positions, receiver, kind))
     if asserted:
-        return make_fix(UNSAFE, f"Assert on the tensor comparison (drop {what}): Dynamo keeps it in the graph; "
-                                "compiled, a failure raises RuntimeError instead of AssertionError", [edit])
+        return make_fix(UNSAFE, f"Assert on the tensor {'comparison ' if asserted == 'comparison' else ''}(drop {what}): "
+                                "Dynamo keeps it in the graph; compiled, a failure raises RuntimeError instead of "
+                                "AssertionError", [edit])
     return make_fix(UNSAFE, f"Keep the value a tensor (drop {what})", [edit])
 
 

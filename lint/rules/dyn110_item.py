@@ -35,7 +35,9 @@ An `assert` whose test is one comparison with the read value (`assert lengths.ma
 slen`, XLM) gets an unsafe fix that asserts the tensor comparison (`assert lengths.max() <=
 slen`): Dynamo keeps it in the graph (probed on torch 2.11, 2.13 and 2.14.1). Eager runs raise the
 same AssertionError; compiled, a failure raises RuntimeError; the comparison is done in the
-tensor's dtype.
+tensor's dtype. An `assert` whose test is the read value itself (`assert torch.all(ids >=
+0).item(), msg`, ProphetNet and UDOP; `assert bool(t)`) asserts the tensor instead, with the same
+trade.
 """
 
 import libcst as cst
@@ -89,6 +91,30 @@ class ItemCall(Rule):
                 ctx.report(self, node, message, fix=fix)
 
     invalid = (
+        Example(
+            # ProphetNet's and UDOP's input check: asserting the tensor keeps it in the graph.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    h = x * 2
+                    assert torch.all(h > -100).item(), "out of range"  # expect: DYN110
+                    return h + 1
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+                class M(nn.Module):
+                    def forward(self, x):
+                        h = x * 2
+                        assert torch.all(h > -100), "out of range"  # expect: DYN110
+                        return h + 1
+            """,
+        ),
         Example(
             # XLM's input check: asserting the tensor comparison keeps it in the graph.
             """
