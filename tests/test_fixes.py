@@ -2330,12 +2330,15 @@ def test_tensor_test_deciding_an_early_exit_without_a_fix_says_what_to_do():
                     if (x < 0).all():
                         break
                     x = layer(x)
+                while x.abs().max() > 1:
+                    x = x / 2
                 if x.sum() > 0:
                     x = x * 2
                 return x
         """
     result = fixed(code)
     messages = {f.row: f.message for f in result.remaining if f.code == "DYN120"}
+    assert messages[25].startswith("`while` on a tensor value breaks the graph: run a fixed number"), messages
     assert "decides an early `return`" in messages[11] and "Python bool kept beside" in messages[11]
     assert "decides an early `return`" in messages[17]
     assert "skip the rest of the loop body" in messages[20], messages

@@ -112,6 +112,10 @@ EXIT_MESSAGES = {
         "or decide it from a Python value"
     ),
 }
+WHILE_MESSAGE = (
+    "`while` on a tensor value breaks the graph: run a fixed number of iterations and carry a `done` "
+    "mask through `torch.where`, or decide the count from a Python value"
+)
 EXIT_MESSAGES[cst.Break] = (
     "{what} on a tensor value decides whether to leave the loop and breaks the graph: run a fixed "
     "number of iterations and carry a `done` mask through `torch.where`, or decide it from a Python value"
@@ -232,7 +236,10 @@ class TensorControlFlow(Rule):
                     or offer_fix("cond", ctx, test, self.code)
                     or offer_fix("select_chain", ctx, test, self.code)
                 )
-                ctx.report(self, test, _message(what, test, ctx, fix=fix, branch=node), fix=fix)
+                message = _message(what, test, ctx, fix=fix, branch=node)
+                if type(node) is cst.While and fix is None and message == MESSAGE.format(what=what):
+                    message = WHILE_MESSAGE
+                ctx.report(self, test, message, fix=fix)
         elif type(node) is cst.BooleanOperation:
             op = "and" if type(node.operator) is cst.And else "or"
             operands = [node.left, node.right]
