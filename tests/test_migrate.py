@@ -507,7 +507,7 @@ def test_try_settings_suggests_a_setting_for_models_that_still_break(repo):
     assert len(timed) == 2 and all(s["setting_timed"] == {"capture_scalar_outputs": True} and s["timing"]
                                    and str(net) in s["pair_with"] for s in timed), timed
     assert scalar["timing"]["verdict"] == "faster" and scalar["timing"]["graphs_by_version"] == {"before": 3, "after": 1}
-    assert "1.50x faster | yes |" in md
+    assert re.search(r"1\.50x \(95% interval [\d.]+-[\d.]+\) faster \| yes \|", md), md
 
 
 def test_a_suggested_setting_that_times_slower_is_dropped(repo):

@@ -131,17 +131,22 @@ def _settings_lines(report: dict) -> list[str]:
     return out
 
 
+def ratio_text(t: dict) -> str:
+    """A paired timing's `1.26x (95% interval 1.22-1.30) faster`, or `cannot measure`."""
+    if t.get("verdict") in (None, "cannot measure") or t.get("speedup") is None:
+        return "cannot measure"
+    lo, hi = t["speedup_ci"]
+    return f"{t['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}) {t['verdict']}"
+
+
 def setting_timing_lines(t: dict) -> list[str]:
     """A suggested setting's timing: `compiled with it 9.81 ms, without 12.3 ms: 1.26x (95% interval
     1.22-1.30) faster`, and the warnings."""
     if t.get("error"):
         return [f"timing with and without it failed: {t['error']}"]
-    line = f"compiled with it {_ms(t.get('compiled_after_ms'))} ms, without {_ms(t.get('compiled_before_ms'))} ms"
-    if t.get("verdict") == "cannot measure" or t.get("speedup") is None:
-        line += ": cannot measure (see the warnings)"
-    else:
-        lo, hi = t["speedup_ci"]
-        line += f": {t['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}) {t['verdict']}"
+    ratio = ratio_text(t)
+    line = (f"compiled with it {_ms(t.get('compiled_after_ms'))} ms, without {_ms(t.get('compiled_before_ms'))} ms: "
+            f"{ratio}{' (see the warnings)' if ratio == 'cannot measure' else ''}")
     return [line] + [f"Warning: {w}" for w in t.get("warnings") or ()]
 
 

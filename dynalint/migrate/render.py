@@ -193,10 +193,9 @@ def _setting_time(t: Optional[dict]) -> str:
         return "-"
     if t.get("error"):
         return f"timing failed: {t['error']}"
-    text = f"{t['compiled_after_ms']:.3f} / {t['compiled_before_ms']:.3f} ms"
-    if t.get("speedup") is not None and t.get("verdict") not in (None, "cannot measure"):
-        return text + f": {t['speedup']:.2f}x {t['verdict']}"
-    return text + ": cannot measure"
+    from dynalint.verify.report import ratio_text
+
+    return f"{t['compiled_after_ms']:.3f} / {t['compiled_before_ms']:.3f} ms: {ratio_text(t)}"
 
 
 SECTIONS = [

@@ -403,6 +403,7 @@ class ModelVerifier:
 
     def _time_settings(self, owners: list[ModelRun]) -> None:
         """Each suggestion timed against the files on disk without it; a slower one is dropped."""
+        from dynalint.verify.report import ratio_text
         from dynalint.verify.runner import judge_setting_timing, setting_timing_spec
 
         timed = [(r, t) for r in owners for t in r.settings if t["suggested"]]
@@ -417,12 +418,9 @@ class ModelVerifier:
             t = best["timing"]
             if t.get("error"):
                 self.progress(f"  {run.name}: timing failed: {t['error']}")
-            elif best.get("slower"):
-                self.progress(f"  {run.name}: {best['text']} is slower ({t['speedup']:.2f}x): not suggested")
             else:
-                verdict = t.get("verdict") or "cannot measure"
-                ratio = f"{t['speedup']:.2f}x, " if t.get("speedup") is not None and verdict != "cannot measure" else ""
-                self.progress(f"  {run.name}: {best['text']}: {ratio}{verdict}")
+                self.progress(f"  {run.name}: {best['text']}: {ratio_text(t)}"
+                              + (": not suggested" if best.get("slower") else ""))
 
     # -- blame and revert ----------------------------------------------------------------------
     def _candidates(self, run: ModelRun, changed: list[str]) -> list[str]:
