@@ -527,10 +527,13 @@ def test_try_settings_suggests_allow_rnn_where_dynamo_refused_an_lstm():
     assert report["after"]["graph_count"] == 0
     tried = {tuple(sorted(t["settings"])): t for t in report["settings_tried"]}
     rnn = tried[("allow_rnn",)]
-    assert rnn["suggested"] and rnn["graph_count"] == 1 and rnn["graph_break_count"] == 0 and rnn["outputs_match"]
-    assert sum(t["suggested"] for t in report["settings_tried"]) == 1
-    # The suggestion is timed against the same code without it (interleaved); only it.
+    assert rnn["graph_count"] == 1 and rnn["graph_break_count"] == 0 and rnn["outputs_match"]
+    # The one setting chosen (fewest breaks, outputs equal) is then timed against the same code
+    # without it (interleaved); only it. Suggested unless that timing says slower (this tiny LSTM
+    # on a loaded CPU can go either way).
+    assert [t for t in report["settings_tried"] if t["suggested"] or t.get("slower")] == [rnn]
     timing = rnn["timing"]
+    assert rnn["suggested"] == (timing["verdict"] != "slower") and rnn.get("slower", False) == (timing["verdict"] == "slower")
     assert timing["compiled_before_ms"] > 0 and timing["compiled_after_ms"] > 0, timing
     assert timing["rounds"] >= 10 and set(timing["arms"]) == {"before", "after"}
     # Each version compiled as measured above: no graph without the setting, one with it.
