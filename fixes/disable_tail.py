@@ -225,10 +225,7 @@ class _Stores(cst.CSTVisitor):
     def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
         # `import a.b` binds `a`; with `as` the AsName visitor has it.
         if node.asname is None:
-            name = node.name
-            while isinstance(name, cst.Attribute):
-                name = name.value
-            self.stores.add(name.value)
+            self.stores.add((dotted(node.name) or "").split(".")[0])
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stores.add(node.name.value)
