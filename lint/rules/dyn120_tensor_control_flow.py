@@ -135,12 +135,15 @@ def _is_and(node) -> bool:
 
 def _message(what: str, test, ctx: RuleContext, parent=None, fix=None, branch=None) -> str:
     """The finding's message; LayerDrop's draw behind a positive-probability test has its own, and
-    a test without a fix that decides an early exit (`branch`: the `if` it heads) says what to do."""
+    a test without a fix that decides an early exit or heads a `while` (`branch`: the `if` or
+    `while` it heads) says what to do."""
     found = comparison_with_draw(ctx, test)
     if found is not None and guarded_probability(ctx, test, found[1], parent):
         p = dotted(found[1]) or getattr(found[1], "value", "the probability")
         return (f"{what} on a random draw breaks the graph when `{p}` > 0 (layers skipped at random, "
                 "which no rewrite keeps); with a probability of 0 it does not")
+    if fix is None and type(branch) is cst.While:
+        return WHILE_MESSAGE
     exit_kind = _early_exit(branch) if fix is None else None
     return (EXIT_MESSAGES.get(exit_kind) or MESSAGE).format(what=what)
 
@@ -236,10 +239,7 @@ class TensorControlFlow(Rule):
                     or offer_fix("cond", ctx, test, self.code)
                     or offer_fix("select_chain", ctx, test, self.code)
                 )
-                message = _message(what, test, ctx, fix=fix, branch=node)
-                if type(node) is cst.While and fix is None and message == MESSAGE.format(what=what):
-                    message = WHILE_MESSAGE
-                ctx.report(self, test, message, fix=fix)
+                ctx.report(self, test, _message(what, test, ctx, fix=fix, branch=node), fix=fix)
         elif type(node) is cst.BooleanOperation:
             op = "and" if type(node.operator) is cst.And else "or"
             operands = [node.left, node.right]
