@@ -220,6 +220,21 @@ def _graphs(side: dict) -> str:
     return f"{side['graph_count']} / {side['graph_break_count']}"
 
 
+def _ratio(t: dict, otherwise: str) -> str:
+    """`1.26x [1.22-1.30] faster` for a paired timing with a verdict, else `otherwise`."""
+    if t.get("speedup") is None or t.get("verdict") == "cannot measure":
+        return otherwise
+    return f"{t['speedup']:.2f}x [{t['speedup_ci'][0]:.2f}-{t['speedup_ci'][1]:.2f}] {t['verdict']}"
+
+
+def _busy(t: dict) -> str:
+    """` (GPU busy 61% → 62%)`: each timed version's kernel share, where profiled."""
+    busy = t.get("gpu_busy") or {}
+    if not busy:
+        return ""
+    return " (GPU busy " + " → ".join(f"{busy[n]:.0%}" for n in ("before", "after", "compiled") if n in busy) + ")"
+
+
 def table_row(case: Case, report: dict, run: str = "") -> str:
     name = f"{case.name}{f' ({run})' if run else ''}"
     if report.get("error"):
@@ -230,10 +245,7 @@ def table_row(case: Case, report: dict, run: str = "") -> str:
         graphs += f" (recompiles {b['recompiles']} → {a.get('recompiles')})"
     confirmed = sum(f["status"] == "confirmed" for f in report["findings"])
     findings = f"{len(report['fixes'])} fixed; {confirmed} confirmed, {len(report['missed'])} missed"
-    if t.get("speedup") is None or t.get("verdict") == "cannot measure":
-        speedup = t.get("verdict") or "-"
-    else:
-        speedup = f"{t['speedup']:.2f}x [{t['speedup_ci'][0]:.2f}-{t['speedup_ci'][1]:.2f}] {t['verdict']}"
+    speedup = _ratio(t, t.get("verdict") or "-")
     compile_s = f"{_fmt(t.get('compile_before_s'), '.1f')} → {_fmt(t.get('compile_after_s'), '.1f')}"
     status = report.get("outputs_status")
     judged = report.get("outputs_judgement") or {}
@@ -249,18 +261,11 @@ def table_row(case: Case, report: dict, run: str = "") -> str:
                      if best else "; no Dynamo setting helps")
         st = (best or {}).get("timing") or {}
         if st.get("compiled_after_ms") is not None:
-            ratio = (f"{st['speedup']:.2f}x [{st['speedup_ci'][0]:.2f}-{st['speedup_ci'][1]:.2f}] {st['verdict']}"
-                     if st.get("speedup") is not None and st.get("verdict") != "cannot measure" else "cannot measure")
-            sbusy = st.get("gpu_busy") or {}
-            findings += (f", compiled {_arm(st, 'before')} ms without it, {_arm(st, 'after')} ms with it: {ratio}"
-                         + (" (GPU busy " + " → ".join(f"{sbusy[n]:.0%}" for n in ("before", "after") if n in sbusy) + ")"
-                            if sbusy else ""))
+            findings += (f", compiled {_arm(st, 'before')} ms without it, {_arm(st, 'after')} ms with it: "
+                         f"{_ratio(st, 'cannot measure')}{_busy(st)}")
         elif st.get("error"):
             findings += f", timing failed: {st['error'][:80]}"
-    warnings = "; ".join(w.split(":")[0] for w in t.get("warnings") or ()) or "-"
-    busy = t.get("gpu_busy") or {}
-    if busy:
-        warnings += " (GPU busy " + " → ".join(f"{busy[n]:.0%}" for n in ("before", "after", "compiled") if n in busy) + ")"
+    warnings = ("; ".join(w.split(":")[0] for w in t.get("warnings") or ()) or "-") + _busy(t)
     before_arm = "before" if "before" in (t.get("arms") or {}) else "compiled"
     after_arm = "after" if "after" in (t.get("arms") or {}) else "compiled"
     return (f"| {name} | {graphs} | {findings} | {_arm(t, 'eager')} | {_arm(t, before_arm)} | "

@@ -198,20 +198,12 @@ def _compares_dtype_or_device(node) -> bool:
 
 def _dtype_checks(ctx: RuleContext) -> dict:
     """_is_dtype_or_device_check's memo, per function being walked."""
-    state = ctx.rule_state("DYN120")
-    found = state.get("dtype_checks")
-    if found is None:
-        found = state["dtype_checks"] = {}
-    return found
+    return ctx.rule_state("DYN120").setdefault("dtype_checks", {})
 
 
 def _guarded(ctx: RuleContext) -> set:
     """ids of operands behind a dtype or device check, per function being walked."""
-    state = ctx.rule_state("DYN120")
-    found = state.get("dtype_guarded_operands")
-    if found is None:
-        found = state["dtype_guarded_operands"] = set()
-    return found
+    return ctx.rule_state("DYN120").setdefault("dtype_guarded_operands", set())
 
 
 class TensorControlFlow(Rule):
