@@ -115,6 +115,22 @@ def switch_model(d_model: int = 64, layers: int = 2, experts: int = 4, seq: int 
     return SwitchTransformersModel(cfg), {"input_ids": _ids(batch, seq), "decoder_input_ids": _ids(batch, target)}
 
 
+def m2m100_model(d_model: int = 64, layers: int = 2, seq: int = 64, batch: int = 2, target: int = 16,
+                 layerdrop: float = 0.05):
+    """M2M100 with its default LayerDrop (0.05): in train mode a draw per layer decides whether the
+    layer runs, a graph break per layer (DYN120; the unsafe fix selects the layer's output with
+    `torch.where`). Dropout off, so the original and the fixed code give the same outputs."""
+    from transformers import M2M100Config, M2M100Model
+
+    heads = max(4, d_model // 64)
+    cfg = M2M100Config(vocab_size=1024, d_model=d_model, encoder_layers=layers, decoder_layers=layers,
+                       encoder_attention_heads=heads, decoder_attention_heads=heads, encoder_ffn_dim=d_model * 4,
+                       decoder_ffn_dim=d_model * 4, encoder_layerdrop=layerdrop, decoder_layerdrop=layerdrop,
+                       dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                       max_position_embeddings=max(1024, seq + 8))
+    return M2M100Model(cfg), {"input_ids": _ids(batch, seq, 1024), "decoder_input_ids": _ids(batch, target, 1024)}
+
+
 # --------------------------------------------------------------------------------------------
 # Cases
 
@@ -154,6 +170,7 @@ REAL_SWITCH = {"d_model": 512, "layers": 4, "experts": 8, "seq": 512, "batch": 4
 # A BART-style encoder with LayerDrop as earlier transformers wrote it (tests/fixtures/verify).
 REAL_LAYERDROP = {"hidden": 1024, "layers": 12, "seq": 512, "batch": 8}
 REAL_SEQUENCER = {"batch": 32, "size": 224}
+REAL_M2M100 = {"d_model": 1024, "layers": 6, "seq": 512, "batch": 8, "target": 128}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
 LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
@@ -175,6 +192,8 @@ CASES = [
     Case("ctrl", f"{THIS}::ctrl_model", {"target_args": REAL_CTRL}),
     Case("layerdrop encoder (train)", f"{FIXTURES}/layerdrop_encoder.py::layerdrop_encoder",
          {"target_args": REAL_LAYERDROP, "train": True}),
+    Case("m2m_100 (layerdrop 0.05, train, unsafe fixes)", f"{THIS}::m2m100_model",
+         {"target_args": REAL_M2M100, "train": True, "unsafe_fixes": True}),
     Case("sequencer2d_s (timm, try settings)", f"{THIS}::timm_model", {"target_args": REAL_SEQUENCER, "try_settings": True}),
     Case("longformer (try settings)", f"{THIS}::longformer_tiny", {"target_args": REAL_LONGFORMER, "try_settings": True}),
     Case("switch_transformers", f"{THIS}::switch_model", {"target_args": REAL_SWITCH}),

@@ -156,8 +156,10 @@ def fix_text(text: str, lint, unsafe: bool) -> FixResult:
     rejected: set[tuple[str, str]] = set()
     findings = lint(result.text)
     # A fix that does not remove its own finding would be applied again and again: no rule may
-    # have more fixes applied than it had findings at the start (a later pass may still apply a
-    # fix that an overlapping one held back, even if that one changed the line it is on).
+    # have more fixes of one applicability applied than it had findings at the start (a later pass
+    # may still apply a fix that an overlapping one held back, even if that one changed the line it
+    # is on; a safe fix may leave a finding that an unsafe one then fixes: LayerDrop's `p > 0 and`
+    # test, then its select).
     initial = Counter(f.code for f in findings)
     applied_so_far: Counter = Counter()
     for _ in range(MAX_PASSES):
@@ -167,8 +169,8 @@ def fix_text(text: str, lint, unsafe: bool) -> FixResult:
         new_text, applied = _apply_parsing(result, todo, rejected, parses)
         if new_text == result.text:
             break
-        ids = Counter(f.code for f in applied)
-        if any(applied_so_far[k] + n > initial[k] for k, n in ids.items()):
+        ids = Counter((f.code, f.fix.applicability) for f in applied)
+        if any(applied_so_far[k] + n > initial[k[0]] for k, n in ids.items()):
             result.errors.append(f"fixes in {applied[0].filename} did not converge; stopped after {len(result.fixed)} fixes")
             break
         applied_so_far += ids

@@ -19,6 +19,7 @@ from .debugger import debugger_fix, remove_unused_debugger_imports
 from .disable_helper import disable_helper_fix
 from .experts import expert_loop_fix
 from .guard import guard_fix
+from .layer_drop import layer_drop_fix
 from .masking import mask_fix, mask_update_fix
 from .module_to import module_to_fix
 from .numpy_math import numpy_math_fix
@@ -36,6 +37,7 @@ PROVIDERS = {
     "item": item_fix,  # DYN110
     "python_math": python_math_fix,  # DYN110
     "uniform_draw": uniform_draw_fix,  # DYN120 (safe)
+    "layer_drop": layer_drop_fix,  # DYN120
     "where": where_fix,  # DYN120
     "raise_check": raise_check_fix,  # DYN120
     "cond": cond_fix,  # DYN120

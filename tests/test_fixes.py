@@ -2432,3 +2432,103 @@ def test_item_in_an_asserted_comparison_is_dropped_and_only_there():
     assert "assert 0 <= lengths.max().item() <= slen" in result.text
     assert "assert lengths.max().item() <= slen and" in result.text
     assert "assert int(lengths.max()) <= slen" in result.text
+
+
+# LayerDrop with a positive probability as a select (fixes/layer_drop.py)
+
+LAYERDROP_LOOP = """
+    import torch
+    from torch import nn
+
+
+    class Enc(nn.Module):
+        def forward(self, h, mask=None):
+            for layer in self.layers:
+{body}
+            return h
+    """
+
+
+def _layerdrop(body: str, unsafe: bool = True):
+    return fixed(LAYERDROP_LOOP.format(body=textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 16)), unsafe)
+
+
+CONTINUE_ON_DRAW = """
+    if self.training and self.layerdrop > 0.0:
+        dropout_probability = torch.rand([])
+        if dropout_probability < self.layerdrop:
+            continue
+    h = layer(h, mask)
+"""
+
+
+def test_layerdrop_select_keeps_the_path_without_the_draw_and_says_what_it_costs():
+    result = _layerdrop(CONTINUE_ON_DRAW)
+    assert [f.code for f in result.fixed] == ["DYN120"] and not result.remaining, result.text
+    assert "layer_output = layer(h, mask)\n" in result.text
+    assert "h = torch.where(dropout_probability < self.layerdrop, h, layer_output)\n" in result.text
+    assert result.text.rstrip().endswith("continue\n            h = layer(h, mask)\n        return h")
+    fix = result.fixed[0].fix
+    assert fix.applicability == "unsafe" and "compute" in fix.message and "zero gradients" in fix.message
+    # Without --unsafe-fixes nothing changes, and the finding says what the fix does.
+    safe = _layerdrop(CONTINUE_ON_DRAW, unsafe=False)
+    assert not safe.fixed and "unsafe fix runs the layer" in safe.remaining[0].message
+
+
+@pytest.mark.parametrize(
+    "body,why",
+    [
+        ("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        h = layer(h, mask)
+        h = h * 2
+        """, "more than the layer step follows"),
+        ("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        out = layer(mask)
+        """, "the step does not read what it assigns"),
+        ("""
+        skip = False
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            skip = dropout_probability < self.layerdrop
+        if not skip:
+            h = layer(h)
+        self.skipped.append(skip)
+        """, "the flag is read elsewhere"),
+        ("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            skip = dropout_probability < self.layerdrop
+        if not skip:
+            h = layer(h)
+        """, "the flag is not False on the path without the draw"),
+        ("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        else:
+            h = h + 1
+        h = layer(h)
+        """, "the guard has an else"),
+        ("""
+        skip = False
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            skip = dropout_probability < self.layerdrop
+        if not skip or h.sum() > 0:
+            h = layer(h)
+        """, "another operand is a tensor"),
+    ],
+    ids=lambda v: v if " " in v else "",
+)
+def test_layerdrop_select_is_offered_only_for_the_loop_shapes_it_knows(body, why):
+    result = _layerdrop(body)
+    assert "torch.where" not in result.text, (why, result.text)

@@ -45,6 +45,21 @@ exactly 0), a local name bound only to `torch.rand(...)` / `torch.rand_like(...)
 name, attribute or number as the probability; not where the test already sits behind `p > 0` (an
 `and` before it, or an enclosing `if self.training and self.layerdrop > 0.0:`).
 
+LayerDrop behind a positive probability (an unsafe fix): the layer runs and `torch.where` keeps its
+output only when the draw does not drop it. In the guarded branch, after the draw:
+```python
+layer_output = layer(h, mask)
+h = torch.where(dropout_probability < self.layerdrop, h, layer_output)
+continue
+```
+and the loop's own `h = layer(h, mask)` stays for the path without LayerDrop (eval mode,
+probability 0), which is unchanged. The same for a flag the draw sets (`if draw < p: to_drop =
+True` or `skip = draw < p`) that a final `if not skip [or synced_gpus]: h = layer(...)` reads
+(`synced_gpus` keeps the output as before). Offered only where that step is one `h = <call>`
+reading `h` and ending the loop body, and the flag is read nowhere else. A dropped layer still
+costs its compute, its parameters get zero gradients instead of none (optimizers with momentum
+or weight decay still step them), and dropout inside it draws random numbers on every layer.
+
 Branches that assign one variable or return, with side-effect-free values, become
 `torch.where(c, A, B)`: both sides are now computed. When both branches make the same call
 (`return self.h(x) + 1` / `return self.h(x) - 1`), the condition is bound first, the call is
@@ -140,6 +155,9 @@ def _message(what: str, test, ctx: RuleContext, parent=None, fix=None, branch=No
     found = comparison_with_draw(ctx, test)
     if found is not None and guarded_probability(ctx, test, found[1], parent):
         p = dotted(found[1]) or getattr(found[1], "value", "the probability")
+        if fix is not None:
+            return (f"{what} on a random draw breaks the graph when `{p}` > 0 (LayerDrop: layers skipped at "
+                    "random); the unsafe fix runs the layer and keeps its output only when it is not dropped")
         return (f"{what} on a random draw breaks the graph when `{p}` > 0 (layers skipped at random, "
                 "which no rewrite keeps); with a probability of 0 it does not")
     if fix is None and type(branch) is cst.While:
@@ -226,6 +244,7 @@ class TensorControlFlow(Rule):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
                 fix = (
                     offer_fix("uniform_draw", ctx, test, self.code)
+                    or offer_fix("layer_drop", ctx, test, self.code)
                     or offer_fix("where", ctx, test, self.code)
                     or offer_fix("raise_check", ctx, test, self.code)
                     or offer_fix("cond", ctx, test, self.code)
@@ -248,6 +267,7 @@ class TensorControlFlow(Rule):
                 if _is_tensor_condition(operand, ctx):
                     fix = (
                         offer_fix("uniform_draw", ctx, operand, self.code)
+                        or offer_fix("layer_drop", ctx, operand, self.code)
                         or offer_fix("raise_check", ctx, operand, self.code)
                         or offer_fix("assert_split", ctx, operand, self.code)
                         or offer_fix("select_chain", ctx, operand, self.code)
@@ -260,6 +280,7 @@ class TensorControlFlow(Rule):
                 if _is_tensor_condition(node.expression, ctx):
                     fix = (
                         offer_fix("uniform_draw", ctx, node.expression, self.code)
+                        or offer_fix("layer_drop", ctx, node.expression, self.code)
                         or offer_fix("where", ctx, node.expression, self.code)
                         or offer_fix("raise_check", ctx, node.expression, self.code)
                         or offer_fix("cond", ctx, node.expression, self.code)
@@ -273,7 +294,8 @@ class TensorControlFlow(Rule):
 
     invalid = (
         Example(
-            # LayerDrop: skipped at random in train mode; never with the default probability 0.
+            # LayerDrop: skipped at random in train mode; never with the default probability 0. The
+            # safe fix tests `self.layerdrop > 0` first; the unsafe one then selects the layer's output.
             """
             import torch
             from torch import nn
@@ -312,8 +334,9 @@ class TensorControlFlow(Rule):
                         for layer in self.layers:
                             if self.training:
                                 dropout_probability = torch.rand([])
-                                if self.layerdrop > 0 and dropout_probability < self.layerdrop:  # expect: DYN120
-                                    continue
+                                layer_output = layer(h)
+                                h = torch.where(dropout_probability < self.layerdrop, h, layer_output) if self.layerdrop > 0 else layer_output  # expect: DYN120
+                                continue
                             h = layer(h)
                         return h
             """,
@@ -342,6 +365,142 @@ class TensorControlFlow(Rule):
                     return h
             """,
             dynamo=BREAKS,
+            # LayerDrop as a select (unsafe): the layer runs, its output is kept when not dropped.
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                        self.layerdrop = 0.2
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            if self.training and self.layerdrop > 0.0:
+                                dropout_probability = torch.rand([])
+                                layer_output = layer(h)
+                                h = torch.where(dropout_probability < self.layerdrop, h, layer_output)  # expect: DYN120
+                                continue
+                            h = layer(h)
+                        return h
+            """,
+        ),
+        Example(
+            # LayerDrop through a flag that a later `if not flag or synced:` reads (wav2vec2, NLLB-MoE).
+            """
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                    self.layerdrop = 0.5
+                    self.synced = False
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        skip_the_layer = False
+                        if self.training and self.layerdrop > 0.0:
+                            dropout_probability = torch.rand([])
+                            skip_the_layer = dropout_probability < self.layerdrop
+                        if not skip_the_layer or self.synced:  # expect: DYN120
+                            h = layer(h)
+                        if skip_the_layer:  # expect: DYN120
+                            continue
+                    return h
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                        self.layerdrop = 0.5
+                        self.synced = False
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            skip_the_layer = False
+                            if self.training and self.layerdrop > 0.0:
+                                dropout_probability = torch.rand([])
+                                layer_output = layer(h)
+                                h = layer_output if self.synced else torch.where(dropout_probability < self.layerdrop, h, layer_output)
+                                continue
+                            if not skip_the_layer or self.synced:  # expect: DYN120
+                                h = layer(h)
+                            if skip_the_layer:  # expect: DYN120
+                                continue
+                        return h
+            """,
+        ),
+        Example(
+            # LayerDrop through a flag set in the draw's branch (M2M100's encoder).
+            """
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                    self.layerdrop = 0.5
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        to_drop = False
+                        if self.training and self.layerdrop > 0.0:
+                            dropout_probability = torch.rand([])
+                            if dropout_probability < self.layerdrop:  # expect: DYN120
+                                to_drop = True
+                        if not to_drop:
+                            h = layer(
+                                h,
+                            )
+                    return h
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                        self.layerdrop = 0.5
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            to_drop = False
+                            if self.training and self.layerdrop > 0.0:
+                                dropout_probability = torch.rand([])
+                                layer_output = layer(
+                                    h,
+                                )
+                                h = torch.where(dropout_probability < self.layerdrop, h, layer_output)  # expect: DYN120
+                                continue
+                            if not to_drop:
+                                h = layer(
+                                    h,
+                                )
+                        return h
+            """,
         ),
         Example(
             """

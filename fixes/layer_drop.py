@@ -1,0 +1,272 @@
+"""DYN120: LayerDrop with a positive probability becomes a select: the layer always runs and its
+output is kept only when the layer is not dropped. Unsafe fix.
+
+    for layer in self.layers:                              for layer in self.layers:
+        if self.training and self.layerdrop > 0.0:             if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])                   dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:   ->          layer_output = layer(h, mask)
+                continue                                           h = torch.where(dropout_probability < self.layerdrop, h, layer_output)
+        h = layer(h, mask)                                         continue
+                                                               h = layer(h, mask)
+
+Skipping a layer on a random draw is a Python branch on a tensor: a graph break per layer in
+train mode (with a positive probability, which M2M100 and NLLB-MoE have by default). The
+select keeps one graph: the draw is made as before, the layer runs after it, and
+`torch.where` keeps the input when the draw falls under the probability. The path without
+LayerDrop (eval mode, probability 0) is left as it was, so inference is the same program.
+
+Three shapes of transformers' loops over layers are recognised, read from the code: the draw's
+test decides `continue` (above); it sets a flag, `if draw < p: to_drop = True`, that a following
+`if not to_drop: h = layer(...)` reads; or the flag is the comparison itself, `skip = draw < p`,
+read by `if not skip or synced_gpus: h = layer(...)` (the other operands Python values, for which
+the layer's output is kept as before) and optionally `if skip: continue`. Each time the draw sits
+in an `if` with no `else` that tests Python values only (the `self.training and self.layerdrop >
+0.0` guard), the layer step is one `h = <call>` that reads `h` and ends the loop body, and the
+flag is read nowhere else.
+
+Unsafe: a dropped layer still costs its compute (LayerDrop's saving is spent: about `p` of the
+layers' work), its parameters get zero gradients instead of none (an optimizer with momentum or
+weight decay still updates them on that step), dropout inside the layer draws random numbers on
+every layer (the random stream after the first dropped layer differs), and a layer that updates
+state (a cache) does so when dropped too. The output is the same function of the draws.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import CodePosition
+
+from dynalint.findings import UNSAFE, Edit
+from dynalint.lint.draws import comparison_with_draw
+from dynalint.lint.fastcst import iter_nodes
+from dynalint.lint.rule import RuleContext
+from dynalint.lint.variables import identifiers
+
+from .base import comments_within, guarded, make_fix, single_small_statement, source_info
+from .buffers import store_targets
+from .imports import torch_reference
+from .where import _fresh
+
+
+def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN120"):
+    """node: the reported tensor condition (the draw's comparison, or the flag where a later
+    statement tests it)."""
+    fn = ctx.fn
+    if fn is None:
+        return None
+    info = source_info(ctx.module, fn)
+    loop = _enclosing_loop(info, node)
+    if loop is None:
+        return None
+    memo = ctx.rule_state("layer_drop")
+    if id(loop) not in memo:
+        memo[id(loop)] = (loop, _plan(ctx, fn, loop))
+    plan = memo[id(loop)][1]
+    if plan is None or id(node) not in plan["owns"]:
+        return None
+
+    def generate(positions, module):
+        torch, import_edits = torch_reference(info, positions)
+        last, step, target = plan["last"], plan["step"], plan["target"]
+        indent = info.indentation(positions[last].start.line)
+        output = _fresh("layer_output", identifiers(fn))
+        # The layer step's lines, re-indented to the guard's body and bound to `output`.
+        rng = positions[step]
+        own = info.indentation(rng.start.line)
+        lines = []
+        for row in range(rng.start.line, rng.end.line + 1):
+            text = info.line(row)
+            lines.append(indent + text[len(own):] if text.startswith(own) else text)
+        lines[0] = indent + output + lines[0][len(indent) + len(target):]
+        select = f"{torch}.where({info.text(positions, plan['condition'])}, {target}, {output})"
+        if plan["keep_anyway"]:  # `if not skip or synced_gpus:` keeps the output when synced
+            select = f"{output} if {plan['keep_anyway']} else {select}"
+        elif plan["only_if"]:  # `if p > 0 and draw < p:` skips only when p > 0
+            select = f"{select} if {plan['only_if']} else {output}"
+        # The statement deciding the skip is replaced; its comments go on the select.
+        start, end = positions[last].start, positions[last].end
+        end_column = end.column
+        if info.line(end.line)[end_column:].lstrip().startswith("#"):
+            end_column = len(info.line(end.line))  # the trailing comment goes with it
+        comments = comments_within(positions, last, start, CodePosition(end.line, end_column + 1))
+        select_line = f"{indent}{target} = {select}" + "".join(f"  {c}" for c in comments)
+        new = lines + [select_line, f"{indent}continue"]
+        new[0] = new[0][len(indent):]
+        edit = Edit(info.newline.join(new), start.line, start.column + 1, end.line, end_column + 1)
+        return make_fix(
+            UNSAFE,
+            f"Run the layer and select its output with `{torch}.where` (LayerDrop as a select: one graph; "
+            "a dropped layer still costs its compute and gets zero gradients)",
+            import_edits + [edit],
+        )
+
+    return guarded(code, generate)
+
+
+def _enclosing_loop(info, node: cst.CSTNode) -> Optional[cst.For]:
+    cur = info.parent(node)
+    while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if isinstance(cur, cst.For):
+            return cur
+        cur = info.parent(cur)
+    return None
+
+
+def _plan(ctx: RuleContext, fn: cst.FunctionDef, loop: cst.For) -> Optional[dict]:
+    if loop.orelse is not None or loop.asynchronous is not None or not isinstance(loop.body, cst.IndentedBlock):
+        return None
+    body = list(loop.body.body)
+    for i, guard in enumerate(body):
+        if not (isinstance(guard, cst.If) and guard.orelse is None and isinstance(guard.body, cst.IndentedBlock)):
+            continue
+        if ctx.is_tensor(guard.test):
+            continue
+        last = guard.body.body[-1]
+        plan = _plan_for(ctx, fn, body, i, last)
+        if plan is not None:
+            return plan
+    return None
+
+
+def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Optional[dict]:
+    rest = body[i + 1:]
+    flag = None
+    only_if = ""  # Python operands `and`-ed before the draw's comparison (`p > 0 and draw < p`)
+    if isinstance(last, cst.If) and last.orelse is None and len(last.body.body) == 1:
+        comparison = last.test
+        if isinstance(comparison, cst.BooleanOperation) and not comparison.lpar:
+            operands = _and_operands(comparison)
+            if operands is None or any(ctx.is_tensor(o) for o in operands[:-1]):
+                return None
+            only_if = " and ".join(cst.Module([]).code_for_node(o) for o in operands[:-1])
+            comparison = operands[-1]
+        inner = single_small_statement(last.body.body[0])
+        if isinstance(inner, cst.Continue):  # `if draw < p: continue`
+            if len(rest) != 1:
+                return None
+            step = rest[0]
+            owns = [comparison]
+            keep_anyway = ""
+        elif _assigns(inner, "True") is not None:  # `if draw < p: to_drop = True`
+            flag = _assigns(inner, "True")
+            found = _flag_step(ctx, rest, flag)
+            if found is None:
+                return None
+            step, keep_anyway, flag_reads = found
+            owns = [comparison]
+        else:
+            return None
+    else:
+        small = single_small_statement(last)  # `skip = draw < p`
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
+            return None
+        flag, comparison = small.targets[0].target.value, small.value
+        found = _flag_step(ctx, rest, flag)
+        if found is None:
+            return None
+        step, keep_anyway, flag_reads = found
+        owns = flag_reads
+    if comparison_with_draw(ctx, comparison) is None:
+        return None
+    if flag is not None and not _flag_only_read_there(fn, flag, flag_reads, body[:i]):
+        return None
+    target = _layer_step_target(step)
+    if target is None or (only_if and keep_anyway):
+        return None
+    return {
+        "owns": {id(n) for n in owns},
+        "last": last,
+        "step": step,
+        "target": target,
+        "condition": comparison,
+        "keep_anyway": keep_anyway,
+        "only_if": only_if,
+    }
+
+
+def _assigns(small, value: str) -> Optional[str]:
+    """`name = True` (value's text): the name."""
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+        if isinstance(small.value, cst.Name) and small.value.value == value:
+            return small.targets[0].target.value
+    return None
+
+
+def _flag_step(ctx: RuleContext, rest: list, flag: str):
+    """`if not flag [or q ...]: h = <call>` then, optionally, `if flag: continue`, ending the loop
+    body: (the step statement, the text of the other operands, the flag's Name nodes read)."""
+    if not rest or len(rest) > 2:
+        return None
+    head = rest[0]
+    if not (isinstance(head, cst.If) and head.orelse is None and len(head.body.body) == 1):
+        return None
+    operands = _or_operands(head.test)
+    first = operands[0]
+    if not (isinstance(first, cst.UnaryOperation) and isinstance(first.operator, cst.Not)):
+        return None
+    if not (isinstance(first.expression, cst.Name) and first.expression.value == flag) or first.lpar:
+        return None
+    others = operands[1:]
+    if any(ctx.is_tensor(o) or any(isinstance(n, cst.Name) and n.value == flag for n in iter_nodes(o)) for o in others):
+        return None
+    reads = [first.expression]
+    if len(rest) == 2:
+        tail = rest[1]
+        if not (isinstance(tail, cst.If) and tail.orelse is None and len(tail.body.body) == 1):
+            return None
+        if not (isinstance(tail.test, cst.Name) and tail.test.value == flag):
+            return None
+        if not isinstance(single_small_statement(tail.body.body[0]), cst.Continue):
+            return None
+        reads.append(tail.test)
+    module = cst.Module([])
+    keep_anyway = " or ".join(module.code_for_node(o) for o in others)
+    if len(others) > 1:
+        keep_anyway = f"({keep_anyway})"
+    return head.body.body[0], keep_anyway, reads
+
+
+def _and_operands(node: cst.BooleanOperation) -> Optional[list]:
+    """`a and b and c` (no `or`, no parentheses inside): [a, b, c]."""
+    out = []
+    while isinstance(node, cst.BooleanOperation):
+        if not isinstance(node.operator, cst.And) or node.right.lpar and isinstance(node.right, cst.BooleanOperation):
+            return None
+        out.insert(0, node.right)
+        node = node.left
+    return [node] + out
+
+
+def _or_operands(node: cst.BaseExpression) -> list:
+    out = []
+    while isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or) and not node.lpar:
+        out.insert(0, node.right)
+        node = node.left
+    return [node] + out
+
+
+def _flag_only_read_there(fn, flag: str, reads: list, before: list) -> bool:
+    """The flag is read only by the step's tests, and bound `flag = False` earlier in the loop body
+    (so the path without the draw reads a Python False)."""
+    allowed = {id(n) for n in reads}
+    stores = {id(n) for _, targets in store_targets(fn) for t in targets for n in iter_nodes(t)}
+    for n in iter_nodes(fn):
+        if isinstance(n, cst.Name) and n.value == flag and id(n) not in allowed and id(n) not in stores:
+            return False
+    return any(_assigns(single_small_statement(s), "False") == flag for s in before)
+
+
+def _layer_step_target(step: cst.CSTNode) -> Optional[str]:
+    """`h = <call>` whose call reads `h`: the name."""
+    small = single_small_statement(step)
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
+        return None
+    if not isinstance(small.value, cst.Call):
+        return None
+    name = small.targets[0].target.value
+    if not any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(small.value)):
+        return None
+    # The statement's line starts with the name (no parentheses around the target).
+    return name if not small.targets[0].target.lpar else None
