@@ -57,7 +57,7 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
     if fn is None:
         return None
     info = source_info(ctx.module, fn)
-    loop = _enclosing_loop(info, node)
+    loop = _enclosing_loop(ctx, info, node)
     if loop is None:
         return None
     memo = ctx.rule_state("layer_drop")
@@ -105,12 +105,35 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
     return guarded(code, generate)
 
 
-def _enclosing_loop(info, node: cst.CSTNode) -> Optional[cst.For]:
-    cur = info.parent(node)
-    while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-        if isinstance(cur, cst.For):
-            return cur
-        cur = info.parent(cur)
+def _enclosing_loop(ctx: RuleContext, info, node: cst.CSTNode) -> Optional[cst.For]:
+    """The `for` whose body holds the statement deciding the skip, for a node that can be the
+    draw's comparison or the flag a later test reads. A bounded climb, not a walk to the function:
+    this is asked for every operand of an `and` / `or` chain, which libcst nests as deep as it is
+    long."""
+    parent = info.parent(node)
+    if isinstance(node, cst.Comparison):
+        if comparison_with_draw(ctx, node) is None:
+            return None
+        if isinstance(parent, cst.BooleanOperation) and parent.right is node:
+            node, parent = parent, info.parent(parent)  # `p > 0 and draw < p`: the chain's top
+        if isinstance(parent, cst.Assign):
+            node, parent = parent, info.parent(parent)
+    elif isinstance(node, cst.Name):
+        if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
+            node, parent = parent, info.parent(parent)
+            while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or) and parent.left is node:
+                node, parent = parent, info.parent(parent)
+    else:
+        return None
+    # The statement, its block, and (the draw's) the guarding `if` and its block, then the loop.
+    for _ in range(6):
+        if parent is None or isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(parent, cst.For):
+            return parent
+        if not isinstance(parent, (cst.If, cst.IndentedBlock, cst.SimpleStatementLine)):
+            return None
+        parent = info.parent(parent)
     return None
 
 
@@ -172,7 +195,7 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
         return None
     if flag is not None and not _flag_only_read_there(fn, flag, flag_reads, body[:i]):
         return None
-    target = _layer_step_target(step)
+    target = _layer_step_target(ctx, step)
     if target is None or (only_if and keep_anyway):
         return None
     return {
@@ -258,15 +281,17 @@ def _flag_only_read_there(fn, flag: str, reads: list, before: list) -> bool:
     return any(_assigns(single_small_statement(s), "False") == flag for s in before)
 
 
-def _layer_step_target(step: cst.CSTNode) -> Optional[str]:
-    """`h = <call>` whose call reads `h`: the name."""
+def _layer_step_target(ctx: RuleContext, step: cst.CSTNode) -> Optional[str]:
+    """`h = <call>` whose call reads `h`, a tensor (`torch.where` selects between it and the
+    call's result): the name."""
     small = single_small_statement(step)
     if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
         return None
     if not isinstance(small.value, cst.Call):
         return None
     name = small.targets[0].target.value
-    if not any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(small.value)):
+    reads = [n for n in iter_nodes(small.value) if isinstance(n, cst.Name) and n.value == name]
+    if not reads or not ctx.is_tensor(reads[0]):
         return None
     # The statement's line starts with the name (no parentheses around the target).
     return name if not small.targets[0].target.lpar else None

@@ -2532,3 +2532,16 @@ def test_layerdrop_select_keeps_the_path_without_the_draw_and_says_what_it_costs
 def test_layerdrop_select_is_offered_only_for_the_loop_shapes_it_knows(body, why):
     result = _layerdrop(body)
     assert "torch.where" not in result.text, (why, result.text)
+
+
+@pytest.mark.parametrize("start,selects", [("h * 1", True), ("[]", False)])
+def test_layerdrop_select_needs_a_tensor_to_select(start, selects):
+    result = _layerdrop(f"""
+        names = {start}
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        names = layer(names, mask)
+    """)
+    assert ("torch.where" in result.text) == selects, result.text
