@@ -5,7 +5,8 @@ is the same test, one that Dynamo decides from the Python number `p` when it is 
 `layerdrop` of BART-style models). DYN120's safe fix (fixes/uniform_draw.py) writes it. The guarded
 test (by `and` or by an enclosing `if self.training and self.layerdrop > 0.0:`, as transformers
 writes it) still breaks when the probability is positive (M2M100's default 0.05): DYN120 reports
-it with a message of its own and no fix.
+it with a message of its own, and with the unsafe select of fixes/layer_drop.py where the loop has
+a shape it knows.
 """
 
 from __future__ import annotations
