@@ -47,6 +47,7 @@ from dynalint.lint.variables import identifiers
 from .base import comments_within, guarded, make_fix, single_small_statement, source_info
 from .buffers import store_targets
 from .imports import torch_reference
+from .statements import string_continuation_rows
 from .where import _fresh
 
 
@@ -72,7 +73,10 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
         last, step, target = plan["last"], plan["step"], plan["target"]
         indent = info.indentation(positions[last].start.line)
         output = _fresh("layer_output", identifiers(fn))
-        # The layer step's lines, re-indented to the guard's body and bound to `output`.
+        # The layer step's lines, re-indented to the guard's body and bound to `output` (not
+        # where a multi-line string spans them: re-indenting would change its value).
+        if string_continuation_rows(positions, step):
+            return None
         rng = positions[step]
         own = info.indentation(rng.start.line)
         lines = []

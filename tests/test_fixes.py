@@ -2545,3 +2545,15 @@ def test_layerdrop_select_needs_a_tensor_to_select(start, selects):
         names = layer(names, mask)
     """)
     assert ("torch.where" in result.text) == selects, result.text
+
+
+def test_layerdrop_select_does_not_reindent_a_multiline_string_in_the_layer_call():
+    result = _layerdrop('''
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        h = layer(h, note="""a
+        b""")
+    ''')
+    assert "torch.where" not in result.text and not result.errors, result.text
