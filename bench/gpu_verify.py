@@ -131,6 +131,19 @@ def m2m100_model(d_model: int = 64, layers: int = 2, seq: int = 64, batch: int =
     return M2M100Model(cfg), {"input_ids": _ids(batch, seq, 1024), "decoder_input_ids": _ids(batch, target, 1024)}
 
 
+def hf_model(model_type: str = "xlm", seq: int = 128, batch: int = 2, **overrides):
+    """Any transformers architecture from its default config with `overrides` (sizes, dropout),
+    random weights; encoder-decoder models get decoder inputs a quarter as long."""
+    from transformers import AutoConfig, AutoModel
+
+    cfg = AutoConfig.for_model(model_type, **overrides)
+    vocab = min(int(getattr(cfg, "vocab_size", 1024) or 1024), 1024)
+    inputs = {"input_ids": _ids(batch, seq, vocab)}
+    if getattr(cfg, "is_encoder_decoder", False):
+        inputs["decoder_input_ids"] = _ids(batch, max(8, seq // 4), vocab)
+    return AutoModel.from_config(cfg), inputs
+
+
 # --------------------------------------------------------------------------------------------
 # Cases
 
@@ -173,6 +186,13 @@ REAL_SEQUENCER = {"batch": 32, "size": 224}
 REAL_M2M100 = {"d_model": 1024, "layers": 6, "seq": 512, "batch": 8, "target": 128}
 # Smaller layers: each break's cost (a graph boundary, launches, lost fusion) weighs more.
 MID_M2M100 = {"d_model": 512, "layers": 6, "seq": 128, "batch": 8, "target": 32}
+REAL_XLM = {"model_type": "xlm", "seq": 512, "batch": 8, "emb_dim": 1024, "n_layers": 6, "n_heads": 16,
+            "dropout": 0.0, "attention_dropout": 0.0}
+REAL_IBERT = {"model_type": "ibert", "seq": 512, "batch": 8, "hidden_size": 768, "num_hidden_layers": 6,
+              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+REAL_NLLB_MOE = {"model_type": "nllb-moe", "seq": 256, "batch": 8, "d_model": 512, "encoder_layers": 4,
+                 "decoder_layers": 4, "num_experts": 8, "expert_capacity": 512, "encoder_ffn_dim": 2048,
+                 "decoder_ffn_dim": 2048, "dropout": 0.0, "attention_dropout": 0.0, "activation_dropout": 0.0}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
 LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
@@ -196,6 +216,10 @@ CASES = [
          {"target_args": REAL_LAYERDROP, "train": True}),
     Case("m2m_100 (layerdrop 0.05, train, unsafe fixes)", f"{THIS}::m2m100_model",
          {"target_args": REAL_M2M100, "train": True, "unsafe_fixes": True}),
+    Case("xlm (unsafe fixes)", f"{THIS}::hf_model", {"target_args": REAL_XLM, "unsafe_fixes": True}),
+    Case("ibert (train, unsafe fixes)", f"{THIS}::hf_model", {"target_args": REAL_IBERT, "train": True, "unsafe_fixes": True}),
+    Case("nllb-moe (layerdrop 0.05, train, unsafe fixes)", f"{THIS}::hf_model",
+         {"target_args": REAL_NLLB_MOE, "train": True, "unsafe_fixes": True}),
     Case("m2m_100 mid (layerdrop 0.05, train, unsafe fixes)", f"{THIS}::m2m100_model",
          {"target_args": MID_M2M100, "train": True, "unsafe_fixes": True}),
     Case("sequencer2d_s (timm, try settings)", f"{THIS}::timm_model", {"target_args": REAL_SEQUENCER, "try_settings": True}),
