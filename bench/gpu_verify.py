@@ -188,7 +188,7 @@ REAL_M2M100 = {"d_model": 1024, "layers": 6, "seq": 512, "batch": 8, "target": 1
 MID_M2M100 = {"d_model": 512, "layers": 6, "seq": 128, "batch": 8, "target": 32}
 REAL_XLM = {"model_type": "xlm", "seq": 512, "batch": 8, "emb_dim": 1024, "n_layers": 6, "n_heads": 16,
             "dropout": 0.0, "attention_dropout": 0.0}
-REAL_IBERT = {"model_type": "ibert", "seq": 512, "batch": 8, "hidden_size": 768, "num_hidden_layers": 6,
+REAL_IBERT = {"model_type": "ibert", "seq": 512, "batch": 8, "hidden_size": 768, "num_hidden_layers": 6, "max_position_embeddings": 1024,
               "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 REAL_NLLB_MOE = {"model_type": "nllb-moe", "seq": 256, "batch": 8, "d_model": 512, "encoder_layers": 4,
                  "decoder_layers": 4, "num_experts": 8, "expert_capacity": 512, "encoder_ffn_dim": 2048,
