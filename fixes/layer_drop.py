@@ -22,7 +22,11 @@ read by `if not skip or synced_gpus: h = layer(...)` (the other operands Python 
 the layer's output is kept as before) and optionally `if skip: continue`. Each time the draw sits
 in an `if` with no `else` that tests Python values only (the `self.training and self.layerdrop >
 0.0` guard), the layer step is one `h = <call>` that reads `h` and ends the loop body, and the
-flag is read nowhere else.
+flag is read nowhere else. Two unguarded shapes of transformers 5.17 too, the draw made in the
+loop body: `if self.training and (draw < p): continue` / `else: h = layer(...)` ending the body
+(the `if` becomes the call and `h = torch.where(...) if self.training else layer_output`), and
+`skip = self.training and draw < p` read by `if not skip or synced_gpus:` and `if skip:
+continue` (the flag and both tests become the call and the select).
 
 Unsafe: a dropped layer still costs its compute (LayerDrop's saving is spent: about `p` of the
 layers' work), its parameters get zero gradients instead of none (an optimizer with momentum or
@@ -44,7 +48,7 @@ from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import identifiers
 
-from .base import comments_within, guarded, make_fix, single_small_statement, source_info
+from .base import comments_within, delete_lines, guarded, make_fix, single_small_statement, source_info
 from .buffers import store_targets
 from .imports import torch_reference
 from .statements import string_continuation_rows
@@ -85,25 +89,29 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
             lines.append(indent + text[len(own):] if text.startswith(own) else text)
         lines[0] = indent + output + lines[0][len(indent) + len(target):]
         select = f"{torch}.where({info.text(positions, plan['condition'])}, {target}, {output})"
-        if plan["keep_anyway"]:  # `if not skip or synced_gpus:` keeps the output when synced
-            select = f"{output} if {plan['keep_anyway']} else {select}"
-        elif plan["only_if"]:  # `if p > 0 and draw < p:` skips only when p > 0
+        if plan["only_if"]:  # `if p > 0 and draw < p:` skips only when p > 0
             select = f"{select} if {plan['only_if']} else {output}"
+        if plan["keep_anyway"]:  # `if not skip or synced_gpus:` keeps the output when synced
+            select = f"{output} if {plan['keep_anyway']} else " + (f"({select})" if plan["only_if"] else select)
         # The statement deciding the skip is replaced; its comments go on the select.
         start, end = positions[last].start, positions[last].end
         end_column = end.column
         if info.line(end.line)[end_column:].lstrip().startswith("#"):
             end_column = len(info.line(end.line))  # the trailing comment goes with it
-        comments = comments_within(positions, last, start, CodePosition(end.line, end_column + 1))
+        comments = comments_within(positions, last, start, CodePosition(end.line, end_column + 1), skip=[step])
         select_line = f"{indent}{target} = {select}" + "".join(f"  {c}" for c in comments)
-        new = lines + [select_line, f"{indent}continue"]
+        new = lines + [select_line] + ([f"{indent}continue"] if plan["then_continue"] else [])
         new[0] = new[0][len(indent):]
-        edit = Edit(info.newline.join(new), start.line, start.column + 1, end.line, end_column + 1)
+        edits = [Edit(info.newline.join(new), start.line, start.column + 1, end.line, end_column + 1)]
+        for stmt in plan.get("drop", ()):  # the flag and a trailing `if skip: continue` (with a blank line before it)
+            row = positions[stmt].start.line
+            blank_before = row > 1 and not info.line(row - 1).strip() and row - 1 > end.line
+            edits.append(delete_lines(row - 1 if blank_before else row, positions[stmt].end.line))
         return make_fix(
             UNSAFE,
             f"Run the layer and select its output with `{torch}.where` (LayerDrop as a select: one graph; "
             "a dropped layer still costs its compute and gets zero gradients)",
-            import_edits + [edit],
+            import_edits + edits,
         )
 
     return guarded(code, generate)
@@ -118,8 +126,8 @@ def _enclosing_loop(ctx: RuleContext, info, node: cst.CSTNode) -> Optional[cst.F
     if isinstance(node, cst.Comparison):
         if comparison_with_draw(ctx, node) is None:
             return None
-        if isinstance(parent, cst.BooleanOperation) and parent.right is node:
-            node, parent = parent, info.parent(parent)  # `p > 0 and draw < p`: the chain's top
+        while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And) and parent.right is node:
+            node, parent = parent, info.parent(parent)  # `p > 0 and draw < p`: up to the chain's top
         if isinstance(parent, cst.Assign):
             node, parent = parent, info.parent(parent)
     elif isinstance(node, cst.Name):
@@ -145,6 +153,9 @@ def _plan(ctx: RuleContext, fn: cst.FunctionDef, loop: cst.For) -> Optional[dict
     if loop.orelse is not None or loop.asynchronous is not None or not isinstance(loop.body, cst.IndentedBlock):
         return None
     body = list(loop.body.body)
+    plan = (_plan_else(ctx, body[-1]) or _plan_flag_in_loop(ctx, fn, body)) if body else None
+    if plan is not None:
+        return plan
     for i, guard in enumerate(body):
         if not (isinstance(guard, cst.If) and guard.orelse is None and isinstance(guard.body, cst.IndentedBlock)):
             continue
@@ -162,13 +173,10 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
     flag = None
     only_if = ""  # Python operands `and`-ed before the draw's comparison (`p > 0 and draw < p`)
     if isinstance(last, cst.If) and last.orelse is None and len(last.body.body) == 1:
-        comparison = last.test
-        if isinstance(comparison, cst.BooleanOperation) and not comparison.lpar:
-            operands = _and_operands(comparison)
-            if operands is None or any(ctx.is_tensor(o) for o in operands[:-1]):
-                return None
-            only_if = " and ".join(cst.Module([]).code_for_node(o) for o in operands[:-1])
-            comparison = operands[-1]
+        split = _draw_test(ctx, last.test)
+        if split is None:
+            return None
+        only_if, comparison = split
         inner = single_small_statement(last.body.body[0])
         if isinstance(inner, cst.Continue):  # `if draw < p: continue`
             if len(rest) != 1:
@@ -200,7 +208,7 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
     if flag is not None and not _flag_only_read_there(fn, flag, flag_reads, body[:i]):
         return None
     target = _layer_step_target(ctx, step)
-    if target is None or (only_if and keep_anyway):
+    if target is None:
         return None
     return {
         "owns": {id(n) for n in owns},
@@ -210,7 +218,72 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
         "condition": comparison,
         "keep_anyway": keep_anyway,
         "only_if": only_if,
+        "then_continue": True,
     }
+
+
+def _plan_else(ctx: RuleContext, last: cst.CSTNode) -> Optional[dict]:
+    """The loop body ends in `if [q and] draw < p: continue` / `else: h = <call>` (the draw made
+    before it, unguarded: transformers 5.17's NLLB-MoE encoder). The whole `if` becomes the call
+    and the select; nothing follows it, so no `continue` is needed."""
+    if not (isinstance(last, cst.If) and isinstance(last.orelse, cst.Else) and len(last.body.body) == 1):
+        return None
+    if not isinstance(single_small_statement(last.body.body[0]), cst.Continue) or len(last.orelse.body.body) != 1:
+        return None
+    split = _draw_test(ctx, last.test)
+    if split is None:
+        return None
+    only_if, comparison = split
+    step = last.orelse.body.body[0]
+    target = _layer_step_target(ctx, step)
+    if target is None:
+        return None
+    return {"owns": {id(comparison)}, "last": last, "step": step, "target": target, "condition": comparison,
+            "keep_anyway": "", "only_if": only_if, "then_continue": False}
+
+
+def _plan_flag_in_loop(ctx: RuleContext, fn, body: list) -> Optional[dict]:
+    """`skip = [q and] draw < p` in the loop body itself (the draw unguarded: transformers 5.17's
+    NLLB-MoE decoder), then `if not skip [or synced]: h = <call>` and optionally `if skip:
+    continue`, ending the body. The `if not skip` statement becomes the call and the select; the
+    flag's assignment and the trailing `if skip: continue` (a no-op at the end of the body, but a
+    branch on the tensor) go: nothing else reads the flag."""
+    for k, stmt in enumerate(body):
+        small = single_small_statement(stmt)
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
+            continue
+        split = _draw_test(ctx, small.value)
+        if split is None:
+            continue
+        flag = small.targets[0].target.value
+        found = _flag_step(ctx, body[k + 1:], flag)
+        if found is None:
+            return None
+        step, keep_anyway, reads = found
+        if not _flag_only_read_there(fn, flag, reads, None):
+            return None
+        target = _layer_step_target(ctx, step)
+        if target is None:
+            return None
+        only_if, comparison = split
+        return {"owns": {id(n) for n in reads}, "last": body[k + 1], "step": step, "target": target,
+                "condition": comparison, "keep_anyway": keep_anyway, "only_if": only_if,
+                "then_continue": False, "drop": [stmt] + body[k + 2:]}
+    return None
+
+
+def _draw_test(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
+    """(text of the Python operands `and`-ed before it, the draw's comparison) for `draw < p` or
+    `q and ... and draw < p`; None for anything else."""
+    if isinstance(test, cst.BooleanOperation):
+        operands = _and_operands(test)
+        if operands is None or any(ctx.is_tensor(o) for o in operands[:-1]):
+            return None
+        test = operands[-1]
+        only_if = " and ".join(cst.Module([]).code_for_node(o) for o in operands[:-1])
+    else:
+        only_if = ""
+    return (only_if, test) if comparison_with_draw(ctx, test) is not None else None
 
 
 def _assigns(small, value: str) -> Optional[str]:
@@ -256,14 +329,17 @@ def _flag_step(ctx: RuleContext, rest: list, flag: str):
 
 
 def _and_operands(node: cst.BooleanOperation) -> Optional[list]:
-    """`a and b and c` (no `or`, no parentheses inside): [a, b, c]."""
-    out = []
-    while isinstance(node, cst.BooleanOperation):
-        if not isinstance(node.operator, cst.And) or node.right.lpar and isinstance(node.right, cst.BooleanOperation):
-            return None
-        out.insert(0, node.right)
-        node = node.left
-    return [node] + out
+    """`a and (b and c)`: [a, b, c] (`and` is associative, parenthesized or not); None with an `or`."""
+    out, stack = [], [node]
+    while stack:
+        top = stack.pop()
+        if isinstance(top, cst.BooleanOperation):
+            if not isinstance(top.operator, cst.And):
+                return None
+            stack += [top.right, top.left]
+        else:
+            out.append(top)
+    return out
 
 
 def _or_operands(node: cst.BaseExpression) -> list:
@@ -274,15 +350,16 @@ def _or_operands(node: cst.BaseExpression) -> list:
     return [node] + out
 
 
-def _flag_only_read_there(fn, flag: str, reads: list, before: list) -> bool:
-    """The flag is read only by the step's tests, and bound `flag = False` earlier in the loop body
-    (so the path without the draw reads a Python False)."""
+def _flag_only_read_there(fn, flag: str, reads: list, before: Optional[list]) -> bool:
+    """The flag is read only by the step's tests, and (unless `before` is None: it is bound on
+    every path) bound `flag = False` earlier in the loop body (so the path without the draw reads
+    a Python False)."""
     allowed = {id(n) for n in reads}
     stores = {id(n) for _, targets in store_targets(fn) for t in targets for n in iter_nodes(t)}
     for n in iter_nodes(fn):
         if isinstance(n, cst.Name) and n.value == flag and id(n) not in allowed and id(n) not in stores:
             return False
-    return any(_assigns(single_small_statement(s), "False") == flag for s in before)
+    return before is None or any(_assigns(single_small_statement(s), "False") == flag for s in before)
 
 
 def _layer_step_target(ctx: RuleContext, step: cst.CSTNode) -> Optional[str]:

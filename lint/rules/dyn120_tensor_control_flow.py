@@ -55,8 +55,11 @@ continue
 and the loop's own `h = layer(h, mask)` stays for the path without LayerDrop (eval mode,
 probability 0), which is unchanged. The same for a flag the draw sets (`if draw < p: to_drop =
 True` or `skip = draw < p`) that a final `if not skip [or synced_gpus]: h = layer(...)` reads
-(`synced_gpus` keeps the output as before). Offered only where that step is one `h = <call>`
-reading `h` and ending the loop body, and the flag is read nowhere else. A dropped layer still
+(`synced_gpus` keeps the output as before), and for the unguarded shapes of transformers 5.17
+(`if self.training and (draw < p): continue` / `else: h = layer(...)`, and `skip = self.training
+and draw < p` read by the step), where the select is taken only `if self.training`. Offered only
+where that step is one `h = <call>` reading `h` and ending the loop body, and the flag is read
+nowhere else. A dropped layer still
 costs its compute, its parameters get zero gradients instead of none (optimizers with momentum
 or weight decay still step them), and dropout inside it draws random numbers on every layer.
 
@@ -442,6 +445,97 @@ class TensorControlFlow(Rule):
                                 h = layer(h)
                             if skip_the_layer:  # expect: DYN120
                                 continue
+                        return h
+            """,
+        ),
+        Example(
+            # LayerDrop drawn outside any guard, `if training and draw < p: continue` / `else:` (transformers 5.17).
+            """
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                    self.layerdrop = 0.5
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        dropout_probability = torch.rand([])
+                        if self.training and (dropout_probability < self.layerdrop):  # expect: DYN120
+                            continue
+                        else:
+                            h = layer(h)
+                    return h
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                        self.layerdrop = 0.5
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            dropout_probability = torch.rand([])
+                            layer_output = layer(h)
+                            h = torch.where(dropout_probability < self.layerdrop, h, layer_output) if self.training and self.layerdrop > 0 else layer_output  # expect: DYN120
+                        return h
+            """,
+        ),
+        Example(
+            # The flag bound in the loop body itself, then `if not skip or synced:` (transformers 5.17).
+            """
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                    self.layerdrop = 0.5
+                    self.synced = False
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        dropout_probability = torch.rand([])
+                        skip_the_layer = self.training and dropout_probability < self.layerdrop  # expect: DYN120
+                        if not skip_the_layer or self.synced:  # expect: DYN120
+                            h = layer(h)
+                        if skip_the_layer:  # expect: DYN120
+                            continue
+                    return h
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                        self.layerdrop = 0.5
+                        self.synced = False
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            dropout_probability = torch.rand([])
+                            layer_output = layer(h)
+                            h = layer_output if self.synced else (torch.where(dropout_probability < self.layerdrop, h, layer_output) if self.training and self.layerdrop > 0 else layer_output)  # expect: DYN120
                         return h
             """,
         ),
