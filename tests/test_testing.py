@@ -23,7 +23,7 @@ def test_assert_compiles_passes_fails_and_explains():
     finally:
         sys.path.remove(str(FIXTURES))
     torch.manual_seed(0)
-    result = assert_compiles(Work(), (torch.randn(4, 64),), graphs=1, recompiles=0)
+    result = assert_compiles(Work(), (torch.randn(4, 256),), graphs=1, recompiles=0)
     assert result["graph_count"] == 1
     with pytest.raises(AssertionError) as info:
         assert_compiles(BadIf(), (torch.randn(4, 16),))
@@ -31,6 +31,6 @@ def test_assert_compiles_passes_fails_and_explains():
     assert "2 graphs, expected 1" in message and "bad_if.py:14" in message and "Data-dependent branching" in message
     # Static shapes and a second shape: a recompile, with the guard that failed.
     with pytest.raises(AssertionError) as info:
-        assert_compiles(Work(), (torch.randn(4, 64),), second_inputs=(torch.randn(6, 64),), dynamic=False)
+        assert_compiles(Work(), (torch.randn(4, 256),), second_inputs=(torch.randn(6, 256),), dynamic=False)
     assert "1 recompiles, expected at most 0" in str(info.value) and "size mismatch" in str(info.value)
-    assert_compiles(Work(), (torch.randn(4, 64),), second_inputs=(torch.randn(6, 64),), dynamic=True)
+    assert_compiles(Work(), (torch.randn(4, 256),), second_inputs=(torch.randn(6, 256),), dynamic=True)
