@@ -28,6 +28,7 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint import fastcst
+from dynalint.lint.draws import and_operands
 from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, comments_within, guarded, make_fix, source_info
@@ -188,7 +189,7 @@ def assert_split_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str =
     split = info.registry.setdefault("and-chain-operands", {})
     known = split.get(id(node))
     if known is None or known[0] is not node:
-        operands = _and_operands(node)
+        operands = and_operands(node)
         known = split[id(node)] = (node, operands, {id(op): i for i, op in enumerate(operands)}, {"askers": []})
     _, operands, index, asked = known
     place = index.get(id(operand))
@@ -227,18 +228,6 @@ def _shared_rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, o
 
 
 REWRITES = [0]  # splits built in this process (tests check each assert is split once)
-
-
-def _and_operands(node: cst.BaseExpression) -> list:
-    """`a and b and c` -> [a, b, c] (an `and` in parentheses is split too: the same evaluation)."""
-    out, stack = [], [node]  # a stack of its own: an N-term chain nests N deep
-    while stack:
-        top = stack.pop()
-        if isinstance(top, cst.BooleanOperation) and isinstance(top.operator, cst.And):
-            stack += (top.right, top.left)
-        else:
-            out.append(top)
-    return out
 
 
 def _rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands: list):

@@ -43,7 +43,7 @@ import libcst as cst
 from libcst.metadata import CodePosition
 
 from dynalint.findings import UNSAFE, Edit
-from dynalint.lint.draws import comparison_with_draw
+from dynalint.lint.draws import and_operands, comparison_with_draw
 from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import identifiers
@@ -52,7 +52,8 @@ from .base import comments_within, delete_lines, guarded, make_fix, single_small
 from .buffers import store_targets
 from .imports import torch_reference
 from .statements import string_continuation_rows
-from .where import _fresh
+from .cond import _statement_lines
+from .where import _assigned_name, _fresh
 
 
 def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN120"):
@@ -81,12 +82,7 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
         # where a multi-line string spans them: re-indenting would change its value).
         if string_continuation_rows(positions, step):
             return None
-        rng = positions[step]
-        own = info.indentation(rng.start.line)
-        lines = []
-        for row in range(rng.start.line, rng.end.line + 1):
-            text = info.line(row)
-            lines.append(indent + text[len(own):] if text.startswith(own) else text)
+        lines = _statement_lines(info, positions, step, indent, set())
         lines[0] = indent + output + lines[0][len(indent) + len(target):]
         select = f"{torch}.where({info.text(positions, plan['condition'])}, {target}, {output})"
         if plan["only_if"]:  # `if p > 0 and draw < p:` skips only when p > 0
@@ -195,9 +191,10 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
             return None
     else:
         small = single_small_statement(last)  # `skip = draw < p`
-        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
+        flag = _assigned_name(small)
+        if flag is None:
             return None
-        flag, comparison = small.targets[0].target.value, small.value
+        comparison = small.value
         found = _flag_step(ctx, rest, flag)
         if found is None:
             return None
@@ -250,12 +247,10 @@ def _plan_flag_in_loop(ctx: RuleContext, fn, body: list) -> Optional[dict]:
     branch on the tensor) go: nothing else reads the flag."""
     for k, stmt in enumerate(body):
         small = single_small_statement(stmt)
-        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
-            continue
-        split = _draw_test(ctx, small.value)
+        flag = _assigned_name(small)
+        split = _draw_test(ctx, small.value) if flag is not None else None
         if split is None:
             continue
-        flag = small.targets[0].target.value
         found = _flag_step(ctx, body[k + 1:], flag)
         if found is None:
             return None
@@ -276,9 +271,9 @@ def _draw_test(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
     """(text of the Python operands `and`-ed before it, the draw's comparison) for `draw < p` or
     `q and ... and draw < p`; None for anything else."""
     if isinstance(test, cst.BooleanOperation):
-        operands = _and_operands(test)
-        if operands is None or any(ctx.is_tensor(o) for o in operands[:-1]):
-            return None
+        operands = and_operands(test)
+        if any(isinstance(o, cst.BooleanOperation) or ctx.is_tensor(o) for o in operands[:-1]):
+            return None  # an `or` among them (as before), or a tensor test
         test = operands[-1]
         only_if = " and ".join(cst.Module([]).code_for_node(o) for o in operands[:-1])
     else:
@@ -288,10 +283,8 @@ def _draw_test(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
 
 def _assigns(small, value: str) -> Optional[str]:
     """`name = True` (value's text): the name."""
-    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-        if isinstance(small.value, cst.Name) and small.value.value == value:
-            return small.targets[0].target.value
-    return None
+    name = _assigned_name(small)
+    return name if name is not None and isinstance(small.value, cst.Name) and small.value.value == value else None
 
 
 def _flag_step(ctx: RuleContext, rest: list, flag: str):
@@ -328,20 +321,6 @@ def _flag_step(ctx: RuleContext, rest: list, flag: str):
     return head.body.body[0], keep_anyway, reads
 
 
-def _and_operands(node: cst.BooleanOperation) -> Optional[list]:
-    """`a and (b and c)`: [a, b, c] (`and` is associative, parenthesized or not); None with an `or`."""
-    out, stack = [], [node]
-    while stack:
-        top = stack.pop()
-        if isinstance(top, cst.BooleanOperation):
-            if not isinstance(top.operator, cst.And):
-                return None
-            stack += [top.right, top.left]
-        else:
-            out.append(top)
-    return out
-
-
 def _or_operands(node: cst.BaseExpression) -> list:
     out = []
     while isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or) and not node.lpar:
@@ -366,11 +345,9 @@ def _layer_step_target(ctx: RuleContext, step: cst.CSTNode) -> Optional[str]:
     """`h = <call>` whose call reads `h`, a tensor (`torch.where` selects between it and the
     call's result): the name."""
     small = single_small_statement(step)
-    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
+    name = _assigned_name(small)
+    if name is None or not isinstance(small.value, cst.Call):
         return None
-    if not isinstance(small.value, cst.Call):
-        return None
-    name = small.targets[0].target.value
     reads = [n for n in iter_nodes(small.value) if isinstance(n, cst.Name) and n.value == name]
     if not reads or not ctx.is_tensor(reads[0]):
         return None

@@ -63,14 +63,16 @@ def guarded_probability(ctx, test: cst.BaseExpression, probability: cst.BaseExpr
     `while` test, says so?"""
     for anc in ([parent] if parent is not None else []) + list(reversed(ctx.ancestors())):
         if type(anc) is cst.BooleanOperation and type(anc.operator) is cst.And and anc.right is test:
-            if any(is_probability_guard(o, probability) for o in _and_operands(anc.left)):
+            if any(is_probability_guard(o, probability) for o in and_operands(anc.left)):
                 return True
     return any(
-        is_probability_guard(o, probability) for t in ctx.enclosing_tests() for o in _and_operands(t)
+        is_probability_guard(o, probability) for t in ctx.enclosing_tests() for o in and_operands(t)
     )
 
 
-def _and_operands(node: cst.BaseExpression) -> list:
+def and_operands(node: cst.BaseExpression) -> list:
+    """`a and (b and c)` -> [a, b, c]: an `and` in parentheses is split too (the same evaluation); a
+    stack of its own, not recursion: an N-term chain nests N deep."""
     out, stack = [], [node]
     while stack:
         top = stack.pop()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Optional
 
+from dynalint.verify.stats import interval_text, slower_text
+
 
 def _ms(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.3f}"
@@ -135,8 +137,7 @@ def ratio_text(t: dict) -> str:
     """A paired timing's `1.26x (95% interval 1.22-1.30) faster`, or `cannot measure`."""
     if t.get("verdict") in (None, "cannot measure") or t.get("speedup") is None:
         return "cannot measure"
-    lo, hi = t["speedup_ci"]
-    return f"{t['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}) {t['verdict']}"
+    return f"{interval_text(t['speedup'], t['speedup_ci'])} {t['verdict']}"
 
 
 def setting_timing_lines(t: dict) -> list[str]:
@@ -187,14 +188,11 @@ def speedup_line(t: dict) -> Optional[str]:
         return None
     if t["verdict"] == "cannot measure" or t.get("speedup") is None:
         return "Speedup of the fixes: cannot measure (see the warnings)."
-    lo, hi = t["speedup_ci"]
     if t["verdict"] == "slower":
-        from dynalint.verify.stats import slower_text
-
         arms = t.get("arms") or {}
         return (f"The fixed code is {slower_text(t['speedup'], t['speedup_ci'], arms.get('before'), arms.get('after'))}"
                 ".").replace("is slower", "is SLOWER", 1)
-    return f"Speedup of the fixes: {t['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}): {t['verdict']}."
+    return f"Speedup of the fixes: {interval_text(t['speedup'], t['speedup_ci'])}: {t['verdict']}."
 
 
 def eager_line(t: dict) -> Optional[str]:
@@ -203,9 +201,8 @@ def eager_line(t: dict) -> Optional[str]:
     vs = t.get("vs_eager") or {}
     if vs.get("verdict") != "slower" or t.get("warnings") or not vs.get("ci"):
         return None
-    lo, hi = vs["ci"]
     return (f"Compiled{' (after the fixes)' if 'before' in (t.get('arms') or {}) else ''} is SLOWER than eager "
-            f"here: {vs['speedup']:.2f}x (95% interval {lo:.2f}-{hi:.2f}); for this model and input size "
+            f"here: {interval_text(vs['speedup'], vs['ci'])}; for this model and input size "
             "torch.compile does not pay off as the code is.")
 
 

@@ -106,6 +106,11 @@ def compare(before: Sequence[float], after: Sequence[float], seed: int = 0) -> d
     return {"speedup": median(ratios), "ci": [ci[0], ci[1]], "verdict": verdict(ci), "rounds": len(ratios)}
 
 
+def interval_text(speedup: float, ci: Sequence[float]) -> str:
+    """`1.26x (95% interval 1.22-1.30)`."""
+    return f"{speedup:.2f}x (95% interval {ci[0]:.2f}-{ci[1]:.2f})"
+
+
 def slower_text(speedup: Optional[float], ci: Optional[Sequence[float]], before: Optional[dict],
                 after: Optional[dict]) -> str:
     """`slower: 0.55x (95% interval 0.53-0.57); compiled median 1.80 ms after, 0.99 ms before;

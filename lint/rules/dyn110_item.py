@@ -75,20 +75,21 @@ class ItemCall(Rule):
             recv_kind = ctx.kind(func.value)
             if recv_kind in (Kind.NOT_TENSOR, Kind.SIZE):
                 return
-            fix = offer_fix("python_math", ctx, node, self.code) or offer_fix("item", ctx, node, self.code)
-            message = "`.item()` reads a tensor value and breaks the graph; keep it a tensor or return it"
-            if fix is None and _decides_a_branch(node, ctx):
-                message = BRANCH_MESSAGE.format(what="`.item()`")
-            ctx.report(self, node, message, fix=fix)
+            self._report(node, ctx, "`.item()`", "`.item()` reads a tensor value and breaks the graph; keep it a "
+                         "tensor or return it")
             return
         if type(func) is cst.Name and func.value in ("int", "float", "bool") and len(node.args) == 1:
             arg = node.args[0].value
             if ctx.call_name(node) == func.value and ctx.is_tensor(arg) and not ctx.is_numpy_of_numbers(arg):
-                fix = offer_fix("python_math", ctx, node, self.code) or offer_fix("item", ctx, node, self.code)
-                message = f"`{func.value}()` of a tensor reads its value and breaks the graph; keep it a tensor"
-                if fix is None and _decides_a_branch(node, ctx):
-                    message = BRANCH_MESSAGE.format(what=f"`{func.value}()` of a tensor")
-                ctx.report(self, node, message, fix=fix)
+                what = f"`{func.value}()` of a tensor"
+                self._report(node, ctx, what, f"{what} reads its value and breaks the graph; keep it a tensor")
+
+    def _report(self, node: cst.Call, ctx: RuleContext, what: str, message: str) -> None:
+        """The finding with its fix; without one, a value that decides a branch gets BRANCH_MESSAGE."""
+        fix = offer_fix("python_math", ctx, node, self.code) or offer_fix("item", ctx, node, self.code)
+        if fix is None and _decides_a_branch(node, ctx):
+            message = BRANCH_MESSAGE.format(what=what)
+        ctx.report(self, node, message, fix=fix)
 
     invalid = (
         Example(
