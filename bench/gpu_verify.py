@@ -193,6 +193,15 @@ REAL_IBERT = {"model_type": "ibert", "seq": 512, "batch": 8, "hidden_size": 768,
 REAL_NLLB_MOE = {"model_type": "nllb-moe", "seq": 256, "batch": 8, "d_model": 512, "encoder_layers": 4,
                  "decoder_layers": 4, "num_experts": 8, "expert_capacity": 512, "encoder_ffn_dim": 2048,
                  "decoder_ffn_dim": 2048, "dropout": 0.0, "attention_dropout": 0.0, "activation_dropout": 0.0}
+# BART-family models whose layers return tuples (attentions collected after the layer), with
+# LayerDrop set as fine-tuning recipes set it; 6 + 6 layers of BART-large width.
+REAL_MVP = {"model_type": "mvp", "seq": 512, "batch": 8, "d_model": 1024, "encoder_layers": 6, "decoder_layers": 6,
+            "encoder_layerdrop": 0.1, "decoder_layerdrop": 0.1, "dropout": 0.0, "attention_dropout": 0.0,
+            "activation_dropout": 0.0}
+REAL_BLENDERBOT = {"model_type": "blenderbot", "seq": 128, "batch": 8, "d_model": 1024, "encoder_layers": 6,
+                   "decoder_layers": 6, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "encoder_attention_heads": 16,
+                   "decoder_attention_heads": 16, "encoder_layerdrop": 0.1, "decoder_layerdrop": 0.1, "dropout": 0.0,
+                   "attention_dropout": 0.0, "activation_dropout": 0.0}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
 LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
@@ -220,6 +229,10 @@ CASES = [
     Case("ibert (train, unsafe fixes)", f"{THIS}::hf_model", {"target_args": REAL_IBERT, "train": True, "unsafe_fixes": True}),
     Case("nllb-moe (layerdrop 0.05, train, unsafe fixes)", f"{THIS}::hf_model",
          {"target_args": REAL_NLLB_MOE, "train": True, "unsafe_fixes": True}),
+    Case("mvp (layerdrop 0.1, train, unsafe fixes)", f"{THIS}::hf_model",
+         {"target_args": REAL_MVP, "train": True, "unsafe_fixes": True}),
+    Case("blenderbot (layerdrop 0.1, train, unsafe fixes)", f"{THIS}::hf_model",
+         {"target_args": REAL_BLENDERBOT, "train": True, "unsafe_fixes": True}),
     Case("m2m_100 mid (layerdrop 0.05, train, unsafe fixes)", f"{THIS}::m2m100_model",
          {"target_args": MID_M2M100, "train": True, "unsafe_fixes": True}),
     Case("sequencer2d_s (timm, try settings)", f"{THIS}::timm_model", {"target_args": REAL_SEQUENCER, "try_settings": True}),

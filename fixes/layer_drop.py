@@ -28,11 +28,21 @@ loop body: `if self.training and (draw < p): continue` / `else: h = layer(...)` 
 `skip = self.training and draw < p` read by `if not skip or synced_gpus:` and `if skip:
 continue` (the flag and both tests become the call and the select).
 
+The layer step may return a tuple: `h, attn = layer(h)` (the fresh name takes `h`'s place), or
+`layer_outputs = layer(h)` (also as an `if`/`else` for gradient checkpointing) then `h =
+layer_outputs[0]`, the select taking `layer_outputs[0]`. Plain assignments before the step
+(`past_key_value = past_key_values[idx]`) and `if` statements after it that only collect the
+layer's other outputs (attentions, caches) are copied into the guarded branch with it; so is the
+`to_drop` form whose dropped arm binds the outputs to `None` (`if to_drop: layer_outputs = (None,
+None)` / `else:` the step), as in transformers' LED, MVP and FSMT encoders.
+
 Unsafe: a dropped layer still costs its compute (LayerDrop's saving is spent: about `p` of the
 layers' work), its parameters get zero gradients instead of none (an optimizer with momentum or
 weight decay still updates them on that step), dropout inside the layer draws random numbers on
 every layer (the random stream after the first dropped layer differs), and a layer that updates
-state (a cache) does so when dropped too. The output is the same function of the draws.
+state (a cache) does so when dropped too; with `output_attentions` in train mode a dropped layer's
+attentions are collected (the original collected none, or `None`). The output is the same
+function of the draws.
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import identifiers
 
-from .base import comments_within, delete_lines, guarded, make_fix, single_small_statement, source_info
+from .base import ATOMIC, comments_within, delete_lines, guarded, make_fix, single_small_statement, source_info
 from .buffers import store_targets
 from .imports import torch_reference
 from .statements import string_continuation_rows
@@ -75,38 +85,53 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
 
     def generate(positions, module):
         torch, import_edits = torch_reference(info, positions)
-        last, step, target = plan["last"], plan["step"], plan["target"]
+        last, step = plan["last"], plan["step"]
+        target = step["target"]
         indent = info.indentation(positions[last].start.line)
-        output = _fresh("layer_output", identifiers(fn))
-        # The layer step's lines, re-indented to the guard's body and bound to `output` (not
-        # where a multi-line string spans them: re-indenting would change its value).
-        if string_continuation_rows(positions, step):
+        copied = step["prelude"] + [step["call"]] + step["tail"]
+        # Copied statements are re-indented to the guard's body (not where a multi-line string
+        # spans them: re-indenting would change its value).
+        if any(string_continuation_rows(positions, stmt) for stmt in copied):
             return None
-        lines = _statement_lines(info, positions, step, indent, set())
-        lines[0] = indent + output + lines[0][len(indent) + len(target):]
+        prelude = [line for stmt in step["prelude"] for line in _statement_lines(info, positions, stmt, indent, set())]
+        call = _statement_lines(info, positions, step["call"], indent, set())
+        if step["rename"] is not None:  # `h = layer(h)` / `h, attn = layer(h)`: bound to a fresh name
+            old_target, make_target = step["rename"]
+            if not call[0][len(indent):].startswith(old_target):
+                return None
+            output = _fresh("layer_output", identifiers(fn))
+            call[0] = indent + make_target(output) + call[0][len(indent) + len(old_target):]
+        else:  # `out = layer(h)` then `h = out[0]`: the tail reads `out`, so it keeps its name
+            output = info.text(positions, step["extract"])
+        # The output as an operand of `... if q else ...` below.
+        operand = output if step["extract"] is None or isinstance(step["extract"], ATOMIC) else f"({output})"
+        tail = [line for stmt in step["tail"] for line in _statement_lines(info, positions, stmt, indent, set())]
+        lines = prelude + call
         select = f"{torch}.where({info.text(positions, plan['condition'])}, {target}, {output})"
         if plan["only_if"]:  # `if p > 0 and draw < p:` skips only when p > 0
-            select = f"{select} if {plan['only_if']} else {output}"
+            select = f"{select} if {plan['only_if']} else {operand}"
         if plan["keep_anyway"]:  # `if not skip or synced_gpus:` keeps the output when synced
-            select = f"{output} if {plan['keep_anyway']} else " + (f"({select})" if plan["only_if"] else select)
+            select = f"{operand} if {plan['keep_anyway']} else " + (f"({select})" if plan["only_if"] else select)
         # The statement deciding the skip is replaced; its comments go on the select.
         start, end = positions[last].start, positions[last].end
         end_column = end.column
         if info.line(end.line)[end_column:].lstrip().startswith("#"):
             end_column = len(info.line(end.line))  # the trailing comment goes with it
-        comments = comments_within(positions, last, start, CodePosition(end.line, end_column + 1), skip=[step])
+        comments = comments_within(positions, last, start, CodePosition(end.line, end_column + 1), skip=copied)
         select_line = f"{indent}{target} = {select}" + "".join(f"  {c}" for c in comments)
-        new = lines + [select_line] + ([f"{indent}continue"] if plan["then_continue"] else [])
+        new = lines + [select_line] + tail + ([f"{indent}continue"] if plan["then_continue"] else [])
         new[0] = new[0][len(indent):]
         edits = [Edit(info.newline.join(new), start.line, start.column + 1, end.line, end_column + 1)]
         for stmt in plan.get("drop", ()):  # the flag and a trailing `if skip: continue` (with a blank line before it)
             row = positions[stmt].start.line
             blank_before = row > 1 and not info.line(row - 1).strip() and row - 1 > end.line
             edits.append(delete_lines(row - 1 if blank_before else row, positions[stmt].end.line))
+        costs = "a dropped layer still costs its compute and gets zero gradients"
+        if step["tail"]:
+            costs += ", and the statements collecting its other outputs run for it too"
         return make_fix(
             UNSAFE,
-            f"Run the layer and select its output with `{torch}.where` (LayerDrop as a select: one graph; "
-            "a dropped layer still costs its compute and gets zero gradients)",
+            f"Run the layer and select its output with `{torch}.where` (LayerDrop as a select: one graph; {costs})",
             import_edits + edits,
         )
 
@@ -175,14 +200,12 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
         only_if, comparison = split
         inner = single_small_statement(last.body.body[0])
         if isinstance(inner, cst.Continue):  # `if draw < p: continue`
-            if len(rest) != 1:
-                return None
-            step = rest[0]
+            step = _rest_of_body(ctx, fn, rest)
             owns = [comparison]
             keep_anyway = ""
         elif _assigns(inner, "True") is not None:  # `if draw < p: to_drop = True`
             flag = _assigns(inner, "True")
-            found = _flag_step(ctx, rest, flag)
+            found = _flag_step(ctx, fn, rest, flag)
             if found is None:
                 return None
             step, keep_anyway, flag_reads = found
@@ -195,23 +218,19 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
         if flag is None:
             return None
         comparison = small.value
-        found = _flag_step(ctx, rest, flag)
+        found = _flag_step(ctx, fn, rest, flag)
         if found is None:
             return None
         step, keep_anyway, flag_reads = found
         owns = flag_reads
-    if comparison_with_draw(ctx, comparison) is None:
+    if step is None or comparison_with_draw(ctx, comparison) is None:
         return None
     if flag is not None and not _flag_only_read_there(fn, flag, flag_reads, body[:i]):
-        return None
-    target = _layer_step_target(ctx, step)
-    if target is None:
         return None
     return {
         "owns": {id(n) for n in owns},
         "last": last,
         "step": step,
-        "target": target,
         "condition": comparison,
         "keep_anyway": keep_anyway,
         "only_if": only_if,
@@ -225,17 +244,16 @@ def _plan_else(ctx: RuleContext, last: cst.CSTNode) -> Optional[dict]:
     and the select; nothing follows it, so no `continue` is needed."""
     if not (isinstance(last, cst.If) and isinstance(last.orelse, cst.Else) and len(last.body.body) == 1):
         return None
-    if not isinstance(single_small_statement(last.body.body[0]), cst.Continue) or len(last.orelse.body.body) != 1:
+    if not isinstance(single_small_statement(last.body.body[0]), cst.Continue):
         return None
     split = _draw_test(ctx, last.test)
     if split is None:
         return None
     only_if, comparison = split
-    step = last.orelse.body.body[0]
-    target = _layer_step_target(ctx, step)
-    if target is None:
+    step = _layer_run(ctx, list(last.orelse.body.body))
+    if step is None:
         return None
-    return {"owns": {id(comparison)}, "last": last, "step": step, "target": target, "condition": comparison,
+    return {"owns": {id(comparison)}, "last": last, "step": step, "condition": comparison,
             "keep_anyway": "", "only_if": only_if, "then_continue": False}
 
 
@@ -251,17 +269,14 @@ def _plan_flag_in_loop(ctx: RuleContext, fn, body: list) -> Optional[dict]:
         split = _draw_test(ctx, small.value) if flag is not None else None
         if split is None:
             continue
-        found = _flag_step(ctx, body[k + 1:], flag)
+        found = _flag_step(ctx, fn, body[k + 1:], flag, with_else=False)
         if found is None:
             return None
         step, keep_anyway, reads = found
-        if not _flag_only_read_there(fn, flag, reads, None):
-            return None
-        target = _layer_step_target(ctx, step)
-        if target is None:
+        if step is None or not _flag_only_read_there(fn, flag, reads, None):
             return None
         only_if, comparison = split
-        return {"owns": {id(n) for n in reads}, "last": body[k + 1], "step": step, "target": target,
+        return {"owns": {id(n) for n in reads}, "last": body[k + 1], "step": step,
                 "condition": comparison, "keep_anyway": keep_anyway, "only_if": only_if,
                 "then_continue": False, "drop": [stmt] + body[k + 2:]}
     return None
@@ -287,13 +302,27 @@ def _assigns(small, value: str) -> Optional[str]:
     return name if name is not None and isinstance(small.value, cst.Name) and small.value.value == value else None
 
 
-def _flag_step(ctx: RuleContext, rest: list, flag: str):
-    """`if not flag [or q ...]: h = <call>` then, optionally, `if flag: continue`, ending the loop
-    body: (the step statement, the text of the other operands, the flag's Name nodes read)."""
-    if not rest or len(rest) > 2:
+def _flag_step(ctx: RuleContext, fn, rest: list, flag: str, with_else: bool = True):
+    """The statements reading the flag, ending the loop body: (the step, the text of the other
+    operands, the flag's Name nodes read). Either `if not flag [or q ...]: <layer run>` then,
+    optionally, `if flag: continue`; or (`with_else`) `if flag: out = (None, ...)` / `else:
+    <layer run>` followed by statements collecting the layer's other outputs (`to_drop` in
+    transformers' LED, MVP, FSMT encoders)."""
+    if not rest:
         return None
     head = rest[0]
-    if not (isinstance(head, cst.If) and head.orelse is None and len(head.body.body) == 1):
+    if not (isinstance(head, cst.If) and isinstance(head.body, cst.IndentedBlock)):
+        return None
+    if isinstance(head.orelse, cst.Else) and with_else:
+        if not (isinstance(head.test, cst.Name) and head.test.value == flag):
+            return None
+        step = _layer_run(ctx, list(head.orelse.body.body))
+        if step is None or len(head.body.body) != 1 or not _drops_outputs(head.body.body[0], step):
+            return None
+        if not _collects_outputs(ctx, fn, rest[1:], step):
+            return None
+        return dict(step, tail=rest[1:]), "", [head.test]
+    if head.orelse is not None or len(rest) > 2:
         return None
     operands = _or_operands(head.test)
     first = operands[0]
@@ -318,7 +347,7 @@ def _flag_step(ctx: RuleContext, rest: list, flag: str):
     keep_anyway = " or ".join(module.code_for_node(o) for o in others)
     if len(others) > 1:
         keep_anyway = f"({keep_anyway})"
-    return head.body.body[0], keep_anyway, reads
+    return _layer_run(ctx, list(head.body.body)), keep_anyway, reads
 
 
 def _or_operands(node: cst.BaseExpression) -> list:
@@ -341,15 +370,162 @@ def _flag_only_read_there(fn, flag: str, reads: list, before: Optional[list]) ->
     return before is None or any(_assigns(single_small_statement(s), "False") == flag for s in before)
 
 
-def _layer_step_target(ctx: RuleContext, step: cst.CSTNode) -> Optional[str]:
-    """`h = <call>` whose call reads `h`, a tensor (`torch.where` selects between it and the
-    call's result): the name."""
-    small = single_small_statement(step)
-    name = _assigned_name(small)
-    if name is None or not isinstance(small.value, cst.Call):
+def _rest_of_body(ctx: RuleContext, fn, rest: list) -> Optional[dict]:
+    """What follows `if draw < p: continue` to the end of the loop body: a few plain assignments
+    not touching `h` (`past_key_value = past_key_values[idx]`), the layer run, and statements
+    collecting the layer's other outputs. All of it is copied into the guard."""
+    for j in range(min(len(rest), 4)):
+        if j and not _plain_prelude(rest[j - 1]):
+            return None
+        for size in (1, 2):
+            step = _layer_run(ctx, rest[j:j + size])
+            if step is None:
+                continue
+            tail = rest[j + size:]
+            prelude = rest[:j]
+            if any(_reads(stmt, step["target"]) for stmt in prelude):
+                return None
+            if _collects_outputs(ctx, fn, tail, step):
+                return dict(step, prelude=prelude, tail=tail)
+            return None
+    return None
+
+
+def _plain_prelude(stmt: cst.CSTNode) -> bool:
+    return _assigned_name(single_small_statement(stmt)) is not None
+
+
+def _layer_run(ctx: RuleContext, run: list) -> Optional[dict]:
+    """The statements running the layer, each call reading `h`, a tensor (`torch.where` selects
+    between it and what the layer gives): `h = <call>`; `h, attn = <call>`; or `out = <call>`
+    (or an `if`/`else` on Python values assigning `out` a call in each arm: gradient
+    checkpointing) followed by `h = <expression of out>` (`out[0]`)."""
+    module = cst.Module([])
+    if len(run) == 1:
+        small = single_small_statement(run[0])
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call)):
+            return None
+        target = small.targets[0].target
+        if target.lpar:
+            return None
+        if isinstance(target, cst.Name):
+            if not _reads_tensor(ctx, small.value, target.value):
+                return None
+            return _step(target.value, run[0], rename=(target.value, lambda new: new))
+        if not isinstance(target, cst.Tuple) or not all(
+            isinstance(e, cst.Element) and isinstance(e.value, cst.Name) and not e.value.lpar for e in target.elements
+        ):
+            return None
+        names = [e.value.value for e in target.elements]
+        carried = [n for n in names if _reads_tensor(ctx, small.value, n)]
+        if len(carried) != 1 or names.count(carried[0]) != 1:
+            return None
+        h = carried[0]
+
+        def make_target(new, target=target, h=h):
+            return module.code_for_node(target.with_changes(elements=[
+                e.with_changes(value=cst.Name(new)) if e.value.value == h else e for e in target.elements
+            ]))
+
+        return _step(h, run[0], rename=(module.code_for_node(target), make_target), outputs=set(names) - {h})
+    if len(run) != 2:
         return None
-    reads = [n for n in iter_nodes(small.value) if isinstance(n, cst.Name) and n.value == name]
-    if not reads or not ctx.is_tensor(reads[0]):
+    found = _call_assignment(ctx, run[0])
+    extract = single_small_statement(run[1])
+    h = _assigned_name(extract)
+    if found is None or h is None or extract.targets[0].target.lpar:
         return None
-    # The statement's line starts with the name (no parentheses around the target).
-    return name if not small.targets[0].target.lpar else None
+    out, calls = found
+    value = extract.value
+    if h == out or not _reads(value, out) or _reads(value, h):
+        return None
+    if any(isinstance(n, cst.Call) and not (isinstance(n.func, cst.Name) and n.func.value == "isinstance")
+           for n in iter_nodes(value)):
+        return None
+    if not all(_reads_tensor(ctx, call, h) for call in calls):
+        return None
+    return _step(h, run[0], extract=value, outputs={out})
+
+
+def _step(target: str, call, rename=None, extract=None, outputs=frozenset()) -> dict:
+    return {"target": target, "call": call, "rename": rename, "extract": extract, "outputs": set(outputs),
+            "prelude": [], "tail": []}
+
+
+def _call_assignment(ctx: RuleContext, stmt: cst.CSTNode):
+    """`out = <call>`, or `if <Python test>: out = <call>` / `else: out = <call>`: (out, calls)."""
+    small = single_small_statement(stmt)
+    if small is not None:
+        name = _assigned_name(small)
+        if name is None or not isinstance(small.value, cst.Call) or small.targets[0].target.lpar:
+            return None
+        return name, [small.value]
+    if not (isinstance(stmt, cst.If) and isinstance(stmt.orelse, cst.Else)) or ctx.is_tensor(stmt.test):
+        return None
+    arms = [stmt.body.body, stmt.orelse.body.body]
+    if any(len(arm) != 1 for arm in arms):
+        return None
+    found = [_call_assignment(ctx, arm[0]) for arm in arms]
+    if any(f is None or single_small_statement(arm[0]) is None for f, arm in zip(found, arms)):
+        return None
+    if found[0][0] != found[1][0]:
+        return None
+    return found[0][0], found[0][1] + found[1][1]
+
+
+def _drops_outputs(stmt: cst.CSTNode, step: dict) -> bool:
+    """The dropped arm of `if to_drop:`: `out = (None, None)` / `attn = None`, binding only the
+    layer's outputs, not `h`."""
+    small = single_small_statement(stmt)
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+        return False
+    target = small.targets[0].target
+    names = [target] if isinstance(target, cst.Name) else [e.value for e in getattr(target, "elements", ())]
+    if not names or not all(isinstance(n, cst.Name) and n.value in step["outputs"] for n in names):
+        return False
+    return all(isinstance(n, cst.Name) and n.value == "None" for n in iter_nodes(small.value) if isinstance(n, cst.Name)) \
+        and all(isinstance(n, (cst.Name, cst.Tuple, cst.Element, cst.Comma, cst.LeftParen, cst.RightParen,
+                               cst.ParenthesizedWhitespace, cst.SimpleWhitespace)) for n in iter_nodes(small.value))
+
+
+def _collects_outputs(ctx: RuleContext, fn, tail: list, step: dict) -> bool:
+    """Statements after the layer run that only collect the layer's other outputs (`if
+    output_attentions: all_attentions += (out[1],)`): `if` statements on Python tests holding
+    assignments to names the layer call does not read, from the outputs and not from `h`. They
+    are copied after the select, so a dropped layer's attentions are collected too. An
+    unconditional statement (`trend = trend + residual_trend`) is refused: what it accumulates is
+    the model's output, which a dropped layer must not change."""
+    h, outputs = step["target"], step["outputs"]
+    call_reads = {n.value for n in iter_nodes(step["call"]) if isinstance(n, cst.Name)}
+
+    def collects(stmt) -> bool:
+        if isinstance(stmt, cst.If):
+            if ctx.is_tensor(stmt.test) or _reads(stmt.test, h):
+                return False
+            arms = [stmt.body.body]
+            if isinstance(stmt.orelse, cst.Else):
+                arms.append(stmt.orelse.body.body)
+            elif stmt.orelse is not None:
+                arms.append([stmt.orelse])
+            return all(collects(s) for arm in arms for s in arm)
+        small = single_small_statement(stmt)
+        if isinstance(small, cst.AugAssign):
+            target = small.target
+        elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+            target = small.targets[0].target
+        else:
+            return False
+        if not isinstance(target, cst.Name) or target.value in outputs | {h} or target.value in call_reads:
+            return False
+        return not _reads(small.value, h) and any(_reads(small.value, o) for o in outputs)
+
+    return all(isinstance(stmt, cst.If) and collects(stmt) for stmt in tail)
+
+
+def _reads(node: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(node))
+
+
+def _reads_tensor(ctx: RuleContext, call: cst.CSTNode, name: str) -> bool:
+    reads = [n for n in iter_nodes(call) if isinstance(n, cst.Name) and n.value == name]
+    return bool(reads) and ctx.is_tensor(reads[0])

@@ -2557,3 +2557,189 @@ def test_layerdrop_select_does_not_reindent_a_multiline_string_in_the_layer_call
         b""")
     ''')
     assert "torch.where" not in result.text and not result.errors, result.text
+
+
+# LayerDrop selects over layers returning tuples (their other outputs collected after them)
+
+TUPLE_LAYER_DECODER = """
+    import torch
+    from torch import nn
+
+
+    class Dec(nn.Module):
+        def forward(self, h, past_key_values=None, output_attentions=False, use_cache=False):
+            all_self_attns = () if output_attentions else None
+            next_cache = () if use_cache else None
+            for idx, layer in enumerate(self.layers):
+                if self.training and self.layerdrop > 0.0:
+                    dropout_probability = torch.rand([])
+                    if dropout_probability < self.layerdrop:  # skip the layer
+                        continue
+
+                past_key_value = past_key_values[idx] if past_key_values is not None else None
+
+                if self.gradient_checkpointing and self.training:
+                    layer_outputs = self._gradient_checkpointing_func(layer.__call__, h, None, past_key_value)
+                else:
+                    layer_outputs = layer(h, past_key_value=past_key_value, output_attentions=output_attentions)
+                h = layer_outputs[0]
+
+                if use_cache:
+                    next_cache += (layer_outputs[3 if output_attentions else 1],)
+                if output_attentions:
+                    all_self_attns += (layer_outputs[1],)
+            return h, next_cache, all_self_attns
+    """
+
+
+def test_layerdrop_select_over_a_tuple_output_copies_the_run_and_what_collects_its_outputs():
+    # transformers 4.x decoders (BART family, copied into much research code): a plain assignment
+    # before the layer, gradient checkpointing, `h = layer_outputs[0]`, caches and attentions.
+    assert_fixes(
+        TUPLE_LAYER_DECODER,
+        """
+        import torch
+        from torch import nn
+
+
+        class Dec(nn.Module):
+            def forward(self, h, past_key_values=None, output_attentions=False, use_cache=False):
+                all_self_attns = () if output_attentions else None
+                next_cache = () if use_cache else None
+                for idx, layer in enumerate(self.layers):
+                    if self.training and self.layerdrop > 0.0:
+                        dropout_probability = torch.rand([])
+                        past_key_value = past_key_values[idx] if past_key_values is not None else None
+                        if self.gradient_checkpointing and self.training:
+                            layer_outputs = self._gradient_checkpointing_func(layer.__call__, h, None, past_key_value)
+                        else:
+                            layer_outputs = layer(h, past_key_value=past_key_value, output_attentions=output_attentions)
+                        h = torch.where(dropout_probability < self.layerdrop, h, layer_outputs[0])  # skip the layer
+                        if use_cache:
+                            next_cache += (layer_outputs[3 if output_attentions else 1],)
+                        if output_attentions:
+                            all_self_attns += (layer_outputs[1],)
+                        continue
+
+                    past_key_value = past_key_values[idx] if past_key_values is not None else None
+
+                    if self.gradient_checkpointing and self.training:
+                        layer_outputs = self._gradient_checkpointing_func(layer.__call__, h, None, past_key_value)
+                    else:
+                        layer_outputs = layer(h, past_key_value=past_key_value, output_attentions=output_attentions)
+                    h = layer_outputs[0]
+
+                    if use_cache:
+                        next_cache += (layer_outputs[3 if output_attentions else 1],)
+                    if output_attentions:
+                        all_self_attns += (layer_outputs[1],)
+                return h, next_cache, all_self_attns
+        """,
+    )
+
+
+def test_layerdrop_select_with_the_flag_deciding_between_nones_and_the_layer():
+    # FSMT's encoder: `if to_drop: attn = None` / `else: x, attn = layer(x, ...)`.
+    result = _layerdrop("""
+        all_attentions = ()
+        to_drop = False
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:  # skip the layer
+                to_drop = True
+        if to_drop:
+            attn = None
+        else:
+            h, attn = layer(h, mask)
+        if self.output_attentions:
+            all_attentions = all_attentions + (attn,)
+    """)
+    assert not result.errors and [f.code for f in result.fixed] == ["DYN120"], result.text
+    assert textwrap.indent(textwrap.dedent("""
+        dropout_probability = torch.rand([])
+        layer_output, attn = layer(h, mask)
+        h = torch.where(dropout_probability < self.layerdrop, h, layer_output)  # skip the layer
+        if self.output_attentions:
+            all_attentions = all_attentions + (attn,)
+        continue
+    """).lstrip("\n"), " " * 16) in result.text, result.text
+
+
+@pytest.mark.parametrize(
+    "body,why",
+    [
+        ("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        h, residual_trend = layer(h, mask)
+        trend = trend + residual_trend
+        """, "an unconditional statement accumulates an output (Autoformer's trend)"),
+        ("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        layer_outputs = layer(h, mask)
+        h = layer_outputs[0]
+        if self.auxiliary_loss:
+            intermediate += (self.norm(h),)
+        """, "the tail collects the hidden state itself"),
+        ("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        layer_outputs = layer(h, mask)
+        h = layer_outputs[0]
+        if self.auxiliary_loss:
+            h = self.norm(h)
+        """, "the tail changes the hidden state"),
+        ("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        layer_outputs = layer(h, mask)
+        h = self.norm(layer_outputs[0])
+        """, "the hidden state is computed by another call"),
+        ("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                continue
+        layer_outputs = layer(h, mask, cache=cache)
+        h = layer_outputs[0]
+        if self.use_cache:
+            cache = layer_outputs[1]
+        """, "the tail feeds the next layer's call"),
+        ("""
+        to_drop = False
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                to_drop = True
+        if to_drop:
+            h, g = (None, None)
+        else:
+            h, g = layer(h, mask)
+        """, "the dropped arm rebinds the hidden state"),
+        ("""
+        to_drop = False
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            if dropout_probability < self.layerdrop:
+                to_drop = True
+        if to_drop:
+            layer_outputs = (h, None)
+        else:
+            layer_outputs = layer(h, mask)
+            h = layer_outputs[0]
+        """, "the dropped arm binds more than Nones"),
+    ],
+    ids=lambda v: v if " " in v else "",
+)
+def test_layerdrop_select_refuses_tails_that_would_change_what_the_model_computes(body, why):
+    result = _layerdrop(body)
+    assert "torch.where" not in result.text and not result.errors, (why, result.text)

@@ -57,11 +57,19 @@ probability 0), which is unchanged. The same for a flag the draw sets (`if draw 
 True` or `skip = draw < p`) that a final `if not skip [or synced_gpus]: h = layer(...)` reads
 (`synced_gpus` keeps the output as before), and for the unguarded shapes of transformers 5.17
 (`if self.training and (draw < p): continue` / `else: h = layer(...)`, and `skip = self.training
-and draw < p` read by the step), where the select is taken only `if self.training`. Offered only
-where that step is one `h = <call>` reading `h` and ending the loop body, and the flag is read
-nowhere else. A dropped layer still
-costs its compute, its parameters get zero gradients instead of none (optimizers with momentum
-or weight decay still step them), and dropout inside it draws random numbers on every layer.
+and draw < p` read by the step), where the select is taken only `if self.training`. The layer
+step is `h = <call>` reading `h`, `h, attn = <call>`, or `layer_outputs = <call>` (also as an
+`if`/`else` for gradient checkpointing) followed by `h = layer_outputs[0]`; plain assignments
+before it (`past_key_value = past_key_values[idx]`) and `if` statements after it that collect the
+layer's other outputs (`if output_attentions: all_attentions += (layer_outputs[1],)`) are copied
+into the guarded branch, and `if to_drop: layer_outputs = (None, None)` / `else:` running the
+layer is recognised too. Refused where a statement after the layer changes `h` or accumulates
+outside an `if` (Autoformer's `trend = trend + residual_trend`), collects `h` itself, or feeds
+the next layer's call, and where the flag is read elsewhere. A dropped layer still costs its
+compute, its parameters get zero gradients instead of none (optimizers with momentum or weight
+decay still step them), dropout inside it draws random numbers on every layer, and with
+`output_attentions` in train mode its attentions are collected too (the original collected
+none, or `None`, for it).
 
 Branches that assign one variable or return, with side-effect-free values, become
 `torch.where(c, A, B)`: both sides are now computed. When both branches make the same call
@@ -594,6 +602,168 @@ class TensorControlFlow(Rule):
                                     h,
                                 )
                         return h
+            """,
+        ),
+        Example(
+            # A layer returning a tuple, its attentions collected after it (BART-family decoders, TrOCR).
+            """
+            import torch
+            from torch import nn
+
+
+            class Layer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.linear = nn.Linear(4, 4)
+
+                def forward(self, h, output_attentions=False):
+                    out = self.linear(h)
+                    return (out, out.softmax(-1)) if output_attentions else (out,)
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([Layer() for _ in range(3)])
+                    self.layerdrop = 0.5
+
+                def forward(self, x, output_attentions=False):
+                    h = x * 2
+                    all_attentions = () if output_attentions else None
+                    for layer in self.layers:
+                        if self.training and self.layerdrop > 0.0:
+                            dropout_probability = torch.rand([])
+                            if dropout_probability < self.layerdrop:  # expect: DYN120
+                                continue
+                        layer_outputs = layer(h, output_attentions=output_attentions)
+                        h = layer_outputs[0]
+                        if output_attentions:
+                            all_attentions += (layer_outputs[1],)
+                    return h, all_attentions
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class Layer(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.linear = nn.Linear(4, 4)
+
+                    def forward(self, h, output_attentions=False):
+                        out = self.linear(h)
+                        return (out, out.softmax(-1)) if output_attentions else (out,)
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([Layer() for _ in range(3)])
+                        self.layerdrop = 0.5
+
+                    def forward(self, x, output_attentions=False):
+                        h = x * 2
+                        all_attentions = () if output_attentions else None
+                        for layer in self.layers:
+                            if self.training and self.layerdrop > 0.0:
+                                dropout_probability = torch.rand([])
+                                layer_outputs = layer(h, output_attentions=output_attentions)
+                                h = torch.where(dropout_probability < self.layerdrop, h, layer_outputs[0])  # expect: DYN120
+                                if output_attentions:
+                                    all_attentions += (layer_outputs[1],)
+                                continue
+                            layer_outputs = layer(h, output_attentions=output_attentions)
+                            h = layer_outputs[0]
+                            if output_attentions:
+                                all_attentions += (layer_outputs[1],)
+                        return h, all_attentions
+            """,
+        ),
+        Example(
+            # `if to_drop: layer_outputs = (None, None)` / `else:` running the layer (LED, MVP encoders).
+            """
+            import torch
+            from torch import nn
+
+
+            class Layer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.linear = nn.Linear(4, 4)
+
+                def forward(self, h, output_attentions=False):
+                    out = self.linear(h)
+                    return (out, out.softmax(-1)) if output_attentions else (out,)
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([Layer() for _ in range(3)])
+                    self.layerdrop = 0.5
+
+                def forward(self, x, output_attentions=False):
+                    h = x * 2
+                    all_attentions = () if output_attentions else None
+                    for layer in self.layers:
+                        to_drop = False
+                        if self.training and self.layerdrop > 0.0:
+                            dropout_probability = torch.rand([])
+                            if dropout_probability < self.layerdrop:  # expect: DYN120
+                                to_drop = True
+                        if to_drop:
+                            layer_outputs = (None, None)
+                        else:
+                            layer_outputs = layer(h, output_attentions=output_attentions)
+                            h = layer_outputs[0]
+                        if output_attentions:
+                            all_attentions = all_attentions + (layer_outputs[1],)
+                    return h, all_attentions
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class Layer(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.linear = nn.Linear(4, 4)
+
+                    def forward(self, h, output_attentions=False):
+                        out = self.linear(h)
+                        return (out, out.softmax(-1)) if output_attentions else (out,)
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([Layer() for _ in range(3)])
+                        self.layerdrop = 0.5
+
+                    def forward(self, x, output_attentions=False):
+                        h = x * 2
+                        all_attentions = () if output_attentions else None
+                        for layer in self.layers:
+                            to_drop = False
+                            if self.training and self.layerdrop > 0.0:
+                                dropout_probability = torch.rand([])
+                                layer_outputs = layer(h, output_attentions=output_attentions)
+                                h = torch.where(dropout_probability < self.layerdrop, h, layer_outputs[0])  # expect: DYN120
+                                if output_attentions:
+                                    all_attentions = all_attentions + (layer_outputs[1],)
+                                continue
+                            if to_drop:
+                                layer_outputs = (None, None)
+                            else:
+                                layer_outputs = layer(h, output_attentions=output_attentions)
+                                h = layer_outputs[0]
+                            if output_attentions:
+                                all_attentions = all_attentions + (layer_outputs[1],)
+                        return h, all_attentions
             """,
         ),
         Example(
