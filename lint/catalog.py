@@ -16,6 +16,7 @@ RULE_MODULES = (
     "dyn105_untraceable_call",
     "dyn106_numpy_scalar_math",
     "dyn107_none_under_compile",
+    "dyn108_deepcopy",
     "dyn109_unsupported_context_manager",
     "dyn110_item",
     "dyn111_tolist",

@@ -961,6 +961,32 @@ def test_target_torch_decides_version_dependent_findings(tmp_path, target, rows)
     assert again == ([8, 10] if target != "2.13" else [8])
 
 
+DEEPCOPY_IN_FORWARD = """
+import copy
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, x, config):
+        settings = copy.deepcopy(config)
+        h = torch.tanh(x)
+        return copy.deepcopy(h) * settings.scale
+"""
+
+
+@pytest.mark.parametrize("target,rows", [("2.11", [9, 11]), ("2.12", [11]), ("2.14", [11])])
+def test_deepcopy_of_plain_values_breaks_only_before_torch_2_12(tmp_path, target, rows):
+    # Probed on 2.11 / 2.13 / 2.14.1 (DYN108's examples): a config copy breaks on 2.11 and is traced
+    # from 2.12 (Dynamo inlines the copy module); a tensor copy breaks on every version.
+    from dynalint.config import parse_table
+    from dynalint.run.incremental import lint_tree
+
+    (tmp_path / "m.py").write_text(DEEPCOPY_IN_FORWARD)
+    config = parse_table({"select": ["DYN108"], "target-torch": target}, None)
+    assert [f.row for f in lint_tree(sources(tmp_path), config, jobs=1, cache_dir=tmp_path / "cache")] == rows
+
+
 def test_target_torch_must_be_a_version():
     from dynalint.config import ConfigError, parse_table
 
