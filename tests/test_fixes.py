@@ -2743,3 +2743,20 @@ def test_layerdrop_select_with_the_flag_deciding_between_nones_and_the_layer():
 def test_layerdrop_select_refuses_tails_that_would_change_what_the_model_computes(body, why):
     result = _layerdrop(body)
     assert "torch.where" not in result.text and not result.errors, (why, result.text)
+
+
+def test_layerdrop_select_parenthesizes_a_conditional_extract_where_it_becomes_an_operand():
+    # wav2vec2-style flag with `or synced_gpus` and a layer that may or may not return a tuple.
+    result = _layerdrop("""
+        skip_the_layer = False
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            skip_the_layer = dropout_probability < self.layerdrop
+        if not skip_the_layer or synced_gpus:
+            layer_outputs = layer(h, mask)
+            h = layer_outputs[0] if isinstance(layer_outputs, tuple) else layer_outputs
+    """.replace("synced_gpus", "self.synced_gpus"))
+    assert not result.errors and [f.code for f in result.fixed] == ["DYN120"], result.text
+    assert ("h = (layer_outputs[0] if isinstance(layer_outputs, tuple) else layer_outputs) if self.synced_gpus "
+            "else torch.where(dropout_probability < self.layerdrop, h, "
+            "layer_outputs[0] if isinstance(layer_outputs, tuple) else layer_outputs)\n") in result.text, result.text
