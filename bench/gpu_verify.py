@@ -245,6 +245,19 @@ CASES = [
 ]
 
 
+def select_cases(only: str) -> list:
+    """`--only`: comma-separated case names or substrings of them. A whole case name picks that
+    case, also when it has commas of its own ("m2m_100 (layerdrop 0.05, train, unsafe fixes)":
+    split at its commas, " train" would pick every train case)."""
+    text = only.strip().lower()
+    exact = [c for c in CASES if c.name.lower() == text]
+    if exact:
+        return exact
+    wanted = [w.strip() for w in text.split(",") if w.strip()]
+    names = {c.name.lower() for c in CASES}
+    return [c for c in CASES if any(w == c.name.lower() or (w not in names and w in c.name.lower()) for w in wanted)]
+
+
 def run_case(case: Case, device: str, repeat: int, unsafe: bool, timeout: float, max_time: float = 60.0,
              cold_compile: bool = True, settings: bool = False) -> dict:
     from dynalint.verify.runner import VerifyError, verify
@@ -363,10 +376,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     os.chdir(ROOT)
     cases = CASES
     if args.only:
-        wanted = [w.strip().lower() for w in args.only.split(",")]
-        names = {c.name.lower() for c in CASES}
-        # A whole case name picks that case; anything else picks the cases whose name contains it.
-        cases = [c for c in CASES if any(w == c.name.lower() or (w not in names and w in c.name.lower()) for w in wanted)]
+        cases = select_cases(args.only)
     start = time.perf_counter()
     rows, reports = [], {}
     for case in cases:  # a case's runs back to back: a cut-off budget still leaves complete pairs

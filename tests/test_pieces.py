@@ -284,3 +284,18 @@ def test_positions_of_reported_statements_in_a_small_file_match_the_whole_module
         assert stmt in got.raw and (forward in got.raw) is not unique  # the function only when needed
         for node in fastcst.iter_nodes(module):
             assert got[node] == reference[node]
+
+
+def test_gpu_bench_only_takes_a_whole_case_name_with_commas_as_one_case():
+    # A case name with commas of its own, split at them, picked every case containing " train".
+    spec = importlib.util.spec_from_file_location("gpu_verify", ROOT / "bench" / "gpu_verify.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.modules.pop(spec.name, None)
+    name = "mvp (layerdrop 0.1, train, unsafe fixes)"
+    assert [c.name for c in bench.select_cases(name)] == [name]
+    assert [c.name for c in bench.select_cases("mvp,blenderbot")] == [name, "blenderbot (layerdrop 0.1, train, unsafe fixes)"]
+    assert len(bench.select_cases("train")) > 2
