@@ -58,7 +58,7 @@ from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import identifiers
 
-from .base import ATOMIC, comments_within, delete_lines, guarded, make_fix, single_small_statement, source_info
+from .base import ATOMIC, delete_lines, guarded, make_fix, single_small_statement, source_info
 from .buffers import store_targets
 from .imports import torch_reference
 from .statements import string_continuation_rows
@@ -117,8 +117,16 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
         end_column = end.column
         if info.line(end.line)[end_column:].lstrip().startswith("#"):
             end_column = len(info.line(end.line))  # the trailing comment goes with it
-        comments = comments_within(positions, last, start, CodePosition(end.line, end_column + 1), skip=copied)
-        select_line = f"{indent}{target} = {select}" + "".join(f"  {c}" for c in comments)
+        # Comments of the replaced statement not on a copied line (a copied statement's own leading
+        # comment lines are not copied: they are kept here).
+        copied_rows = {row for stmt in copied for row in range(positions[stmt].start.line, positions[stmt].end.line + 1)}
+        comments = [text for row, text in _comments_by_row(positions, last, start, CodePosition(end.line, end_column + 1))
+                    if row not in copied_rows]
+        for stmt in plan.get("drop", ()):  # deleted statements' comments too
+            rows = positions[stmt]
+            comments += [text for _, text in _comments_by_row(positions, stmt, CodePosition(rows.start.line, 0),
+                                                              CodePosition(rows.end.line + 1, 0))]
+        select_line = f"{indent}{target} = {select}" + "".join(f"  {c}" for c in dict.fromkeys(comments))
         new = lines + [select_line] + tail + ([f"{indent}continue"] if plan["then_continue"] else [])
         new[0] = new[0][len(indent):]
         edits = [Edit(info.newline.join(new), start.line, start.column + 1, end.line, end_column + 1)]
@@ -138,17 +146,34 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
     return guarded(code, generate)
 
 
+def _comments_by_row(positions, root, start, end) -> list:
+    """(row, text) of the comments inside root between two positions, in source order."""
+    found, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Comment):
+            p = positions[node].start
+            if (start.line, start.column) <= (p.line, p.column) < (end.line, end.column):
+                found.append((p.line, p.column, node.value))
+            continue
+        stack.extend(node.children)
+    return [(row, text) for row, _, text in sorted(found)]
+
+
 def _enclosing_loop(ctx: RuleContext, info, node: cst.CSTNode) -> Optional[cst.For]:
     """The `for` whose body holds the statement deciding the skip, for a node that can be the
     draw's comparison or the flag a later test reads. A bounded climb, not a walk to the function:
     this is asked for every operand of an `and` / `or` chain, which libcst nests as deep as it is
     long."""
     parent = info.parent(node)
-    if isinstance(node, cst.Comparison):
-        if comparison_with_draw(ctx, node) is None:
+    if isinstance(node, (cst.Comparison, cst.BooleanOperation)):
+        last = and_operands(node)[-1]  # `p > 0 and draw < p` reported as a whole: its comparison
+        if not isinstance(last, cst.Comparison) or comparison_with_draw(ctx, last) is None:
             return None
         while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And) and parent.right is node:
             node, parent = parent, info.parent(parent)  # `p > 0 and draw < p`: up to the chain's top
+        if isinstance(parent, cst.IfExp) and parent.test is node:  # `True if ... else False`
+            node, parent = parent, info.parent(parent)
         if isinstance(parent, cst.Assign):
             node, parent = parent, info.parent(parent)
     elif isinstance(node, cst.Name):
@@ -217,12 +242,12 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
         flag = _assigned_name(small)
         if flag is None:
             return None
-        comparison = small.value
+        comparison = _flag_value(small.value)
         found = _flag_step(ctx, fn, rest, flag)
         if found is None:
             return None
         step, keep_anyway, flag_reads = found
-        owns = flag_reads
+        owns = flag_reads + [n for n in iter_nodes(small.value) if isinstance(n, (cst.BooleanOperation, cst.Comparison))]
     if step is None or comparison_with_draw(ctx, comparison) is None:
         return None
     if flag is not None and not _flag_only_read_there(fn, flag, flag_reads, body[:i]):
@@ -266,7 +291,7 @@ def _plan_flag_in_loop(ctx: RuleContext, fn, body: list) -> Optional[dict]:
     for k, stmt in enumerate(body):
         small = single_small_statement(stmt)
         flag = _assigned_name(small)
-        split = _draw_test(ctx, small.value) if flag is not None else None
+        split = _draw_test(ctx, _flag_value(small.value)) if flag is not None else None
         if split is None:
             continue
         found = _flag_step(ctx, fn, body[k + 1:], flag, with_else=False)
@@ -276,9 +301,10 @@ def _plan_flag_in_loop(ctx: RuleContext, fn, body: list) -> Optional[dict]:
         if step is None or not _flag_only_read_there(fn, flag, reads, None):
             return None
         only_if, comparison = split
-        return {"owns": {id(n) for n in reads}, "last": body[k + 1], "step": step,
+        # The statements collecting the layer's outputs stay where they are, after the select.
+        return {"owns": {id(n) for n in reads} | _test_nodes(small.value), "last": body[k + 1], "step": dict(step, tail=[]),
                 "condition": comparison, "keep_anyway": keep_anyway, "only_if": only_if,
-                "then_continue": False, "drop": [stmt] + body[k + 2:]}
+                "then_continue": False, "drop": [stmt] + step["flag_stmts"]}
     return None
 
 
@@ -294,6 +320,19 @@ def _draw_test(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
     else:
         only_if = ""
     return (only_if, test) if comparison_with_draw(ctx, test) is not None else None
+
+
+def _test_nodes(value: cst.BaseExpression) -> set:
+    """The ids of the comparisons and `and`s in a flag's value: a finding on any of them owns the fix."""
+    return {id(n) for n in iter_nodes(value) if isinstance(n, (cst.BooleanOperation, cst.Comparison))}
+
+
+def _flag_value(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`True if test else False` (transformers 4.x's wav2vec2 family) is `test`."""
+    if (isinstance(value, cst.IfExp) and isinstance(value.body, cst.Name) and value.body.value == "True"
+            and isinstance(value.orelse, cst.Name) and value.orelse.value == "False"):
+        return value.test
+    return value
 
 
 def _assigns(small, value: str) -> Optional[str]:
@@ -322,7 +361,7 @@ def _flag_step(ctx: RuleContext, fn, rest: list, flag: str, with_else: bool = Tr
         if not _collects_outputs(ctx, fn, rest[1:], step):
             return None
         return dict(step, tail=rest[1:]), "", [head.test]
-    if head.orelse is not None or len(rest) > 2:
+    if head.orelse is not None:
         return None
     operands = _or_operands(head.test)
     first = operands[0]
@@ -334,20 +373,28 @@ def _flag_step(ctx: RuleContext, fn, rest: list, flag: str, with_else: bool = Tr
     if any(ctx.is_tensor(o) or any(isinstance(n, cst.Name) and n.value == flag for n in iter_nodes(o)) for o in others):
         return None
     reads = [first.expression]
-    if len(rest) == 2:
-        tail = rest[1]
-        if not (isinstance(tail, cst.If) and tail.orelse is None and len(tail.body.body) == 1):
-            return None
-        if not (isinstance(tail.test, cst.Name) and tail.test.value == flag):
-            return None
-        if not isinstance(single_small_statement(tail.body.body[0]), cst.Continue):
-            return None
-        reads.append(tail.test)
+    step = _layer_run(ctx, list(head.body.body))
+    if step is None:
+        return None
+    flag_stmts, following = [], rest[1:]
+    if following:  # `if flag: continue`, or `if flag: layer_outputs = (None, None)` (wav2vec2 in 4.x)
+        second = following[0]
+        if isinstance(second, cst.If) and isinstance(second.test, cst.Name) and second.test.value == flag:
+            if second.orelse is not None or len(second.body.body) != 1:
+                return None
+            inner = second.body.body[0]
+            if not (isinstance(single_small_statement(inner), cst.Continue) or _drops_outputs(inner, step)):
+                return None
+            reads.append(second.test)
+            flag_stmts.append(second)
+            following = following[1:]
+    if not _collects_outputs(ctx, fn, following, step):
+        return None
     module = cst.Module([])
     keep_anyway = " or ".join(module.code_for_node(o) for o in others)
     if len(others) > 1:
         keep_anyway = f"({keep_anyway})"
-    return _layer_run(ctx, list(head.body.body)), keep_anyway, reads
+    return dict(step, tail=following, flag_stmts=flag_stmts), keep_anyway, reads
 
 
 def _or_operands(node: cst.BaseExpression) -> list:

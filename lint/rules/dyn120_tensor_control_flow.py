@@ -767,6 +767,81 @@ class TensorControlFlow(Rule):
             """,
         ),
         Example(
+            # The wav2vec2 family in transformers 4.x: the draw unguarded, `skip = True if training and
+            # (draw < p) else False`, the layer run unless skipped (or synced), `if skip: outputs = (None, None)`.
+            """
+            import torch
+            from torch import nn
+
+
+            class Layer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.linear = nn.Linear(4, 4)
+
+                def forward(self, h, output_attentions=False):
+                    out = self.linear(h)
+                    return (out, out.softmax(-1)) if output_attentions else (out,)
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([Layer() for _ in range(3)])
+                    self.layerdrop = 0.5
+                    self.synced = False
+
+                def forward(self, x, output_attentions=False):
+                    h = x * 2
+                    all_attentions = () if output_attentions else None
+                    for layer in self.layers:
+                        dropout_probability = torch.rand([])
+                        skip_the_layer = True if self.training and (dropout_probability < self.layerdrop) else False  # expect: DYN120
+                        if not skip_the_layer or self.synced:
+                            layer_outputs = layer(h, output_attentions=output_attentions)
+                            h = layer_outputs[0]
+                        if skip_the_layer:
+                            layer_outputs = (None, None)
+                        if output_attentions:
+                            all_attentions = all_attentions + (layer_outputs[1],)
+                    return h, all_attentions
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class Layer(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.linear = nn.Linear(4, 4)
+
+                    def forward(self, h, output_attentions=False):
+                        out = self.linear(h)
+                        return (out, out.softmax(-1)) if output_attentions else (out,)
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([Layer() for _ in range(3)])
+                        self.layerdrop = 0.5
+                        self.synced = False
+
+                    def forward(self, x, output_attentions=False):
+                        h = x * 2
+                        all_attentions = () if output_attentions else None
+                        for layer in self.layers:
+                            dropout_probability = torch.rand([])
+                            layer_outputs = layer(h, output_attentions=output_attentions)
+                            h = layer_outputs[0] if self.synced else (torch.where(dropout_probability < self.layerdrop, h, layer_outputs[0]) if self.training and self.layerdrop > 0 else layer_outputs[0])  # expect: DYN120
+                            if output_attentions:
+                                all_attentions = all_attentions + (layer_outputs[1],)
+                        return h, all_attentions
+            """,
+        ),
+        Example(
             """
             import torch
 
