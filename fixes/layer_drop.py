@@ -34,7 +34,10 @@ layer_outputs[0]`, the select taking `layer_outputs[0]`. Plain assignments befor
 (`past_key_value = past_key_values[idx]`) and `if` statements after it that only collect the
 layer's other outputs (attentions, caches) are copied into the guarded branch with it; so is the
 `to_drop` form whose dropped arm binds the outputs to `None` (`if to_drop: layer_outputs = (None,
-None)` / `else:` the step), as in transformers' LED, MVP and FSMT encoders.
+None)` / `else:` the step), as in transformers' LED, MVP and FSMT encoders, and the flag read by
+`if not skip or synced:` running the layer then `if skip: layer_outputs = (None, None)` before
+the collecting statements (the wav2vec2 family of transformers 4.x, with `skip = True if
+self.training and (draw < p) else False`, and SpeechT5's encoder).
 
 Unsafe: a dropped layer still costs its compute (LayerDrop's saving is spent: about `p` of the
 layers' work), its parameters get zero gradients instead of none (an optimizer with momentum or

@@ -63,7 +63,9 @@ step is `h = <call>` reading `h`, `h, attn = <call>`, or `layer_outputs = <call>
 before it (`past_key_value = past_key_values[idx]`) and `if` statements after it that collect the
 layer's other outputs (`if output_attentions: all_attentions += (layer_outputs[1],)`) are copied
 into the guarded branch, and `if to_drop: layer_outputs = (None, None)` / `else:` running the
-layer is recognised too. Refused where a statement after the layer changes `h` or accumulates
+layer is recognised too, as is the wav2vec2 family of transformers 4.x (`skip = True if
+self.training and (draw < p) else False`, the layer run under `if not skip or synced:`, then `if
+skip: layer_outputs = (None, None)`: the flag and that statement go, the layer always runs). Refused where a statement after the layer changes `h` or accumulates
 outside an `if` (Autoformer's `trend = trend + residual_trend`), collects `h` itself, or feeds
 the next layer's call, and where the flag is read elsewhere. A dropped layer still costs its
 compute, its parameters get zero gradients instead of none (optimizers with momentum or weight
