@@ -358,7 +358,7 @@ def _flag_step(ctx: RuleContext, fn, rest: list, flag: str, with_else: bool = Tr
     if isinstance(head.orelse, cst.Else) and with_else:
         if not (isinstance(head.test, cst.Name) and head.test.value == flag):
             return None
-        step = _layer_run(ctx, list(head.orelse.body.body))
+        step = _run_after_prelude(ctx, list(head.orelse.body.body))
         if step is None or len(head.body.body) != 1 or not _drops_outputs(head.body.body[0], step):
             return None
         if not _collects_outputs(ctx, fn, rest[1:], step):
@@ -376,7 +376,7 @@ def _flag_step(ctx: RuleContext, fn, rest: list, flag: str, with_else: bool = Tr
     if any(ctx.is_tensor(o) or any(isinstance(n, cst.Name) and n.value == flag for n in iter_nodes(o)) for o in others):
         return None
     reads = [first.expression]
-    step = _layer_run(ctx, list(head.body.body))
+    step = _run_after_prelude(ctx, list(head.body.body))
     if step is None:
         return None
     flag_stmts, following = [], rest[1:]
@@ -438,6 +438,19 @@ def _rest_of_body(ctx: RuleContext, fn, rest: list) -> Optional[dict]:
             if _collects_outputs(ctx, fn, tail, step):
                 return dict(step, prelude=prelude, tail=tail)
             return None
+    return None
+
+
+def _run_after_prelude(ctx: RuleContext, stmts: list) -> Optional[dict]:
+    """A block that is a few plain assignments not touching `h` (`past_key_value =
+    past_key_values[idx]`) then the layer run, nothing after it."""
+    for j in range(min(len(stmts), 4)):
+        if j and not _plain_prelude(stmts[j - 1]):
+            return None
+        step = _layer_run(ctx, stmts[j:])
+        if step is not None:
+            prelude = stmts[:j]
+            return None if any(_reads(stmt, step["target"]) for stmt in prelude) else dict(step, prelude=prelude)
     return None
 
 

@@ -2760,3 +2760,31 @@ def test_layerdrop_select_parenthesizes_a_conditional_extract_where_it_becomes_a
     assert ("h = (layer_outputs[0] if isinstance(layer_outputs, tuple) else layer_outputs) if self.synced_gpus "
             "else torch.where(dropout_probability < self.layerdrop, h, "
             "layer_outputs[0] if isinstance(layer_outputs, tuple) else layer_outputs)\n") in result.text, result.text
+
+
+def test_layerdrop_select_for_the_unguarded_flag_with_work_before_the_layer_and_a_skip_continue():
+    # M2M100's decoder in transformers 4.x: the flag as `True if ... else False`, a plain
+    # assignment before the layer inside `if not skip or synced:`, `if skip: continue`, then the
+    # cache and attentions collected. The flag and `if skip: continue` go; the collecting stays.
+    result = _layerdrop("""
+        dropout_probability = torch.rand([])
+        skip_the_layer = True if self.training and (self.layerdrop > 0 and dropout_probability < self.layerdrop) else False
+        if not skip_the_layer or self.synced:
+            past = caches[0] if caches is not None else None
+            layer_outputs = layer(h, mask, past)
+            h = layer_outputs[0]
+        if skip_the_layer:
+            continue
+        if self.use_cache:
+            next_cache += (layer_outputs[1],)
+    """)
+    assert not result.errors and [f.code for f in result.fixed] == ["DYN120"], result.text
+    assert textwrap.indent(textwrap.dedent("""
+        dropout_probability = torch.rand([])
+        past = caches[0] if caches is not None else None
+        layer_outputs = layer(h, mask, past)
+        h = layer_outputs[0] if self.synced else (torch.where(dropout_probability < self.layerdrop, h, layer_outputs[0]) if self.training and self.layerdrop > 0 else layer_outputs[0])
+        if self.use_cache:
+            next_cache += (layer_outputs[1],)
+    """).lstrip("\\n"), " " * 12) in result.text, result.text
+    assert "skip_the_layer" not in result.text
