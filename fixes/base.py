@@ -100,6 +100,11 @@ def statement_of(info: SourceInfo, node: cst.CSTNode) -> Optional[cst.CSTNode]:
 
 def comments_within(positions, root: cst.CSTNode, start, end, skip: Iterable[cst.CSTNode] = ()) -> list[str]:
     """Comment texts inside root between two positions, leaving out those inside `skip` subtrees."""
+    return [text for _, text in comment_rows(positions, root, start, end, skip)]
+
+
+def comment_rows(positions, root: cst.CSTNode, start, end, skip: Iterable[cst.CSTNode] = ()) -> list[tuple[int, str]]:
+    """(row, text) of the comments inside root between two positions, in source order."""
     skip_ids = {id(n) for n in skip}
     out = []
     stack = [root]
@@ -113,7 +118,7 @@ def comments_within(positions, root: cst.CSTNode, start, end, skip: Iterable[cst
                 out.append((p.line, p.column, node.value))
             continue
         stack.extend(node.children)
-    return [value for _, _, value in sorted(out)]
+    return [(row, value) for row, _, value in sorted(out)]
 
 
 ATOMIC = (

@@ -61,7 +61,7 @@ from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import identifiers
 
-from .base import ATOMIC, delete_lines, guarded, make_fix, single_small_statement, source_info
+from .base import ATOMIC, comment_rows, delete_lines, guarded, make_fix, single_small_statement, source_info
 from .buffers import store_targets
 from .imports import torch_reference
 from .statements import string_continuation_rows
@@ -123,11 +123,11 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
         # Comments of the replaced statement not on a copied line (a copied statement's own leading
         # comment lines are not copied: they are kept here).
         copied_rows = {row for stmt in copied for row in range(positions[stmt].start.line, positions[stmt].end.line + 1)}
-        comments = [text for row, text in _comments_by_row(positions, last, start, CodePosition(end.line, end_column + 1))
+        comments = [text for row, text in comment_rows(positions, last, start, CodePosition(end.line, end_column + 1))
                     if row not in copied_rows]
         for stmt in plan.get("drop", ()):  # deleted statements' comments too
             rows = positions[stmt]
-            comments += [text for _, text in _comments_by_row(positions, stmt, CodePosition(rows.start.line, 0),
+            comments += [text for _, text in comment_rows(positions, stmt, CodePosition(rows.start.line, 0),
                                                               CodePosition(rows.end.line + 1, 0))]
         select_line = f"{indent}{target} = {select}" + "".join(f"  {c}" for c in dict.fromkeys(comments))
         new = lines + [select_line] + tail + ([f"{indent}continue"] if plan["then_continue"] else [])
@@ -147,20 +147,6 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
         )
 
     return guarded(code, generate)
-
-
-def _comments_by_row(positions, root, start, end) -> list:
-    """(row, text) of the comments inside root between two positions, in source order."""
-    found, stack = [], [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Comment):
-            p = positions[node].start
-            if (start.line, start.column) <= (p.line, p.column) < (end.line, end.column):
-                found.append((p.line, p.column, node.value))
-            continue
-        stack.extend(node.children)
-    return [(row, text) for row, _, text in sorted(found)]
 
 
 def _enclosing_loop(ctx: RuleContext, info, node: cst.CSTNode) -> Optional[cst.For]:
