@@ -188,7 +188,7 @@ def _plan(ctx: RuleContext, fn: cst.FunctionDef, loop: cst.For) -> Optional[dict
     if loop.orelse is not None or loop.asynchronous is not None or not isinstance(loop.body, cst.IndentedBlock):
         return None
     body = list(loop.body.body)
-    plan = (_plan_else(ctx, body[-1]) or _plan_flag_in_loop(ctx, fn, body)) if body else None
+    plan = (_plan_else(ctx, fn, body) or _plan_flag_in_loop(ctx, fn, body)) if body else None
     if plan is not None:
         return plan
     for i, guard in enumerate(body):
@@ -252,23 +252,30 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
     }
 
 
-def _plan_else(ctx: RuleContext, last: cst.CSTNode) -> Optional[dict]:
-    """The loop body ends in `if [q and] draw < p: continue` / `else: h = <call>` (the draw made
-    before it, unguarded: transformers 5.17's NLLB-MoE encoder). The whole `if` becomes the call
-    and the select; nothing follows it, so no `continue` is needed."""
-    if not (isinstance(last, cst.If) and isinstance(last.orelse, cst.Else) and len(last.body.body) == 1):
-        return None
-    if not isinstance(single_small_statement(last.body.body[0]), cst.Continue):
-        return None
-    split = _draw_test(ctx, last.test)
-    if split is None:
-        return None
-    only_if, comparison = split
-    step = _layer_run(ctx, list(last.orelse.body.body))
-    if step is None:
-        return None
-    return {"owns": {id(comparison)}, "last": last, "step": step, "condition": comparison,
-            "keep_anyway": "", "only_if": only_if, "then_continue": False}
+def _plan_else(ctx: RuleContext, fn, body: list) -> Optional[dict]:
+    """`if [q and] draw < p: continue` (transformers 5.17's NLLB-MoE encoder) or `if [q and] draw <
+    p: layer_outputs = (None, ...)` (its 4.x form) / `else: <layer run>` in the loop body, the
+    draw made before it, unguarded, and after it only statements collecting the layer's other
+    outputs. The whole `if` becomes the call and the select; what follows stays and reads the
+    real outputs, so no `continue` is needed."""
+    for k, stmt in enumerate(body):
+        if not (isinstance(stmt, cst.If) and isinstance(stmt.orelse, cst.Else) and len(stmt.body.body) == 1):
+            continue
+        split = _draw_test(ctx, stmt.test)
+        if split is None:
+            continue
+        only_if, comparison = split
+        step = _run_after_prelude(ctx, list(stmt.orelse.body.body))
+        if step is None:
+            return None
+        inner = stmt.body.body[0]
+        if not isinstance(single_small_statement(inner), cst.Continue) and not _drops_outputs(inner, step):
+            return None
+        if not _collects_outputs(ctx, fn, body[k + 1:], step):
+            return None
+        return {"owns": _test_nodes(stmt.test), "last": stmt, "step": step, "condition": comparison,
+                "keep_anyway": "", "only_if": only_if, "then_continue": False}
+    return None
 
 
 def _plan_flag_in_loop(ctx: RuleContext, fn, body: list) -> Optional[dict]:

@@ -2788,3 +2788,27 @@ def test_layerdrop_select_for_the_unguarded_flag_with_work_before_the_layer_and_
             next_cache += (layer_outputs[1],)
     """).lstrip("\\n"), " " * 12) in result.text, result.text
     assert "skip_the_layer" not in result.text
+
+
+def test_layerdrop_select_for_the_unguarded_draw_deciding_none_outputs_or_the_layer():
+    # NLLB-MoE's encoder in transformers 4.x: `if training and (p > 0 and draw < p): outputs =
+    # (None, None)` / `else:` the layer; the attentions collected after it read the real outputs.
+    result = _layerdrop("""
+        dropout_probability = torch.rand([])
+        if self.training and (self.layerdrop > 0 and dropout_probability < self.layerdrop):  # skip the layer
+            layer_outputs = (None, None)
+        else:
+            layer_outputs = layer(h, mask)
+            h = layer_outputs[0]
+        if self.output_attentions:
+            all_attentions += (layer_outputs[1],)
+    """)
+    assert not result.errors and [f.code for f in result.fixed] == ["DYN120"], result.text
+    assert textwrap.indent(textwrap.dedent("""
+        dropout_probability = torch.rand([])
+        layer_outputs = layer(h, mask)
+        h = torch.where(dropout_probability < self.layerdrop, h, layer_outputs[0]) if self.training and self.layerdrop > 0 else layer_outputs[0]  # skip the layer
+        if self.output_attentions:
+            all_attentions += (layer_outputs[1],)
+        return h
+    """).lstrip("\\n"), " " * 12).replace(" " * 12 + "return h", " " * 8 + "return h") in result.text, result.text
