@@ -56,7 +56,8 @@ and the loop's own `h = layer(h, mask)` stays for the path without LayerDrop (ev
 probability 0), which is unchanged. The same for a flag the draw sets (`if draw < p: to_drop =
 True` or `skip = draw < p`) that a final `if not skip [or synced_gpus]: h = layer(...)` reads
 (`synced_gpus` keeps the output as before), and for the unguarded shapes of transformers 5.17
-(`if self.training and (draw < p): continue` / `else: h = layer(...)`, and `skip = self.training
+(`if self.training and (draw < p): continue` / `else: h = layer(...)`, also with `layer_outputs =
+(None, ...)` in place of `continue` as NLLB-MoE's 4.x encoder writes it, and `skip = self.training
 and draw < p` read by the step), where the select is taken only `if self.training`. The layer
 step is `h = <call>` reading `h`, `h, attn = <call>`, or `layer_outputs = <call>` (also as an
 `if`/`else` for gradient checkpointing) followed by `h = layer_outputs[0]`; plain assignments
