@@ -96,8 +96,10 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
         # spans them: re-indenting would change its value).
         if any(string_continuation_rows(positions, stmt) for stmt in copied):
             return None
-        prelude = [line for stmt in step["prelude"] for line in _statement_lines(info, positions, stmt, indent, set())]
-        call = _statement_lines(info, positions, step["call"], indent, set())
+        def reindented(stmts):
+            return [line for stmt in stmts for line in _statement_lines(info, positions, stmt, indent, set())]
+
+        prelude, call = reindented(step["prelude"]), reindented([step["call"]])
         if step["rename"] is not None:  # `h = layer(h)` / `h, attn = layer(h)`: bound to a fresh name
             old_target, make_target = step["rename"]
             if not call[0][len(indent):].startswith(old_target):
@@ -108,7 +110,7 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
             output = info.text(positions, step["extract"])
         # The output as an operand of `... if q else ...` below.
         operand = output if step["extract"] is None or isinstance(step["extract"], ATOMIC) else f"({output})"
-        tail = [line for stmt in step["tail"] for line in _statement_lines(info, positions, stmt, indent, set())]
+        tail = reindented(step["tail"])
         lines = prelude + call
         select = f"{torch}.where({info.text(positions, plan['condition'])}, {target}, {output})"
         if plan["only_if"]:  # `if p > 0 and draw < p:` skips only when p > 0
@@ -236,7 +238,7 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
         if found is None:
             return None
         step, keep_anyway, flag_reads = found
-        owns = flag_reads + [n for n in iter_nodes(small.value) if isinstance(n, (cst.BooleanOperation, cst.Comparison))]
+        owns = flag_reads + _test_nodes(small.value)
     if step is None or comparison_with_draw(ctx, comparison) is None:
         return None
     if flag is not None and not _flag_only_read_there(fn, flag, flag_reads, body[:i]):
@@ -273,7 +275,7 @@ def _plan_else(ctx: RuleContext, fn, body: list) -> Optional[dict]:
             return None
         if not _collects_outputs(ctx, fn, body[k + 1:], step):
             return None
-        return {"owns": _test_nodes(stmt.test), "last": stmt, "step": step, "condition": comparison,
+        return {"owns": {id(n) for n in _test_nodes(stmt.test)}, "last": stmt, "step": step, "condition": comparison,
                 "keep_anyway": "", "only_if": only_if, "then_continue": False}
     return None
 
@@ -294,11 +296,11 @@ def _plan_flag_in_loop(ctx: RuleContext, fn, body: list) -> Optional[dict]:
         if found is None:
             return None
         step, keep_anyway, reads = found
-        if step is None or not _flag_only_read_there(fn, flag, reads, None):
+        if not _flag_only_read_there(fn, flag, reads, None):
             return None
         only_if, comparison = split
         # The statements collecting the layer's outputs stay where they are, after the select.
-        return {"owns": {id(n) for n in reads} | _test_nodes(small.value), "last": body[k + 1], "step": dict(step, tail=[]),
+        return {"owns": {id(n) for n in reads + _test_nodes(small.value)}, "last": body[k + 1], "step": dict(step, tail=[]),
                 "condition": comparison, "keep_anyway": keep_anyway, "only_if": only_if,
                 "then_continue": False, "drop": [stmt] + step["flag_stmts"]}
     return None
@@ -318,9 +320,9 @@ def _draw_test(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
     return (only_if, test) if comparison_with_draw(ctx, test) is not None else None
 
 
-def _test_nodes(value: cst.BaseExpression) -> set:
-    """The ids of the comparisons and `and`s in a flag's value: a finding on any of them owns the fix."""
-    return {id(n) for n in iter_nodes(value) if isinstance(n, (cst.BooleanOperation, cst.Comparison))}
+def _test_nodes(value: cst.BaseExpression) -> list:
+    """The comparisons and `and`s in a draw's test or a flag's value: a finding on any of them owns the fix."""
+    return [n for n in iter_nodes(value) if isinstance(n, (cst.BooleanOperation, cst.Comparison))]
 
 
 def _flag_value(value: cst.BaseExpression) -> cst.BaseExpression:
@@ -366,7 +368,7 @@ def _flag_step(ctx: RuleContext, fn, rest: list, flag: str, with_else: bool = Tr
     if not (isinstance(first.expression, cst.Name) and first.expression.value == flag) or first.lpar:
         return None
     others = operands[1:]
-    if any(ctx.is_tensor(o) or any(isinstance(n, cst.Name) and n.value == flag for n in iter_nodes(o)) for o in others):
+    if any(ctx.is_tensor(o) or _reads(o, flag) for o in others):
         return None
     reads = [first.expression]
     step = _run_after_prelude(ctx, list(head.body.body))
@@ -417,33 +419,34 @@ def _rest_of_body(ctx: RuleContext, fn, rest: list) -> Optional[dict]:
     """What follows `if draw < p: continue` to the end of the loop body: a few plain assignments
     not touching `h` (`past_key_value = past_key_values[idx]`), the layer run, and statements
     collecting the layer's other outputs. All of it is copied into the guard."""
-    for j in range(min(len(rest), 4)):
-        if j and not _plain_prelude(rest[j - 1]):
-            return None
-        for size in (1, 2):
-            step = _layer_run(ctx, rest[j:j + size])
-            if step is None:
-                continue
-            tail = rest[j + size:]
-            prelude = rest[:j]
-            if any(_reads(stmt, step["target"]) for stmt in prelude):
-                return None
-            if _collects_outputs(ctx, fn, tail, step):
-                return dict(step, prelude=prelude, tail=tail)
-            return None
-    return None
+    found = _prelude_and_run(ctx, rest, whole=False)
+    if found is None:
+        return None
+    step, tail = found
+    return dict(step, tail=tail) if _collects_outputs(ctx, fn, tail, step) else None
 
 
 def _run_after_prelude(ctx: RuleContext, stmts: list) -> Optional[dict]:
     """A block that is a few plain assignments not touching `h` (`past_key_value =
     past_key_values[idx]`) then the layer run, nothing after it."""
+    found = _prelude_and_run(ctx, stmts, whole=True)
+    return None if found is None else found[0]
+
+
+def _prelude_and_run(ctx: RuleContext, stmts: list, whole: bool) -> Optional[tuple]:
+    """(the layer run with its prelude, the statements after it): up to three plain assignments
+    not touching `h`, then the run (one or two statements; with `whole`, all that is left)."""
     for j in range(min(len(stmts), 4)):
         if j and not _plain_prelude(stmts[j - 1]):
             return None
-        step = _layer_run(ctx, stmts[j:])
-        if step is not None:
+        for size in ((len(stmts) - j,) if whole else (1, 2)):
+            step = _layer_run(ctx, stmts[j:j + size])
+            if step is None:
+                continue
             prelude = stmts[:j]
-            return None if any(_reads(stmt, step["target"]) for stmt in prelude) else dict(step, prelude=prelude)
+            if any(_reads(stmt, step["target"]) for stmt in prelude):
+                return None
+            return dict(step, prelude=prelude), stmts[j + size:]
     return None
 
 

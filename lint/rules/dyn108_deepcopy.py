@@ -56,8 +56,9 @@ class DeepcopyInRegion(Rule):
         if ctx.call_name(node) != "copy.deepcopy" or not node.args or node.args[0].keyword is not None:
             return
         value = node.args[0].value
-        if ctx.is_definite_tensor(value) or (type(value) is cst.Name and value.value == "self"):
-            what = "the module" if type(value) is cst.Name and value.value == "self" else "a tensor"
+        is_self = type(value) is cst.Name and value.value == "self"
+        if is_self or ctx.is_definite_tensor(value):
+            what = "the module" if is_self else "a tensor"
             ctx.report(self, node, f"`copy.deepcopy()` of {what} breaks the graph on every torch version; "
                                    "use `.clone()` for a tensor, or copy outside the compiled region")
             return
