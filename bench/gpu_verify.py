@@ -144,6 +144,20 @@ def hf_model(model_type: str = "xlm", seq: int = 128, batch: int = 2, **override
     return AutoModel.from_config(cfg), inputs
 
 
+def musicgen_model(hidden: int = 64, layers: int = 2, seq: int = 64, batch: int = 2, codebooks: int = 4,
+                   layerdrop: float = 0.0):
+    """MusicGen's decoder (LayerDrop drawn with Python's `random.uniform`), dropout off; its input
+    is one row of codes per codebook and example."""
+    from transformers import MusicgenDecoderConfig
+    from transformers.models.musicgen.modeling_musicgen import MusicgenModel
+
+    cfg = MusicgenDecoderConfig(vocab_size=2048, hidden_size=hidden, num_hidden_layers=layers,
+                                num_attention_heads=max(1, hidden // 64), ffn_dim=4 * hidden,
+                                num_codebooks=codebooks, layerdrop=layerdrop, dropout=0.0, attention_dropout=0.0,
+                                activation_dropout=0.0, max_position_embeddings=max(2048, seq + 8))
+    return MusicgenModel(cfg), {"input_ids": _ids(batch * codebooks, seq, 2048)}
+
+
 # --------------------------------------------------------------------------------------------
 # Cases
 
@@ -202,6 +216,9 @@ REAL_BLENDERBOT = {"model_type": "blenderbot", "seq": 128, "batch": 8, "d_model"
                    "decoder_layers": 6, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "encoder_attention_heads": 16,
                    "decoder_attention_heads": 16, "encoder_layerdrop": 0.1, "decoder_layerdrop": 0.1, "dropout": 0.0,
                    "attention_dropout": 0.0, "activation_dropout": 0.0}
+# MusicGen small's width, half its depth, with its default LayerDrop of 0 (the safe fix decides the
+# draw's branch from the probability).
+REAL_MUSICGEN = {"hidden": 1024, "layers": 12, "seq": 256, "batch": 4, "codebooks": 4}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
 LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
@@ -233,6 +250,7 @@ CASES = [
          {"target_args": REAL_MVP, "train": True, "unsafe_fixes": True}),
     Case("blenderbot (layerdrop 0.1, train, unsafe fixes)", f"{THIS}::hf_model",
          {"target_args": REAL_BLENDERBOT, "train": True, "unsafe_fixes": True}),
+    Case("musicgen (train)", f"{THIS}::musicgen_model", {"target_args": REAL_MUSICGEN, "train": True}),
     Case("m2m_100 mid (layerdrop 0.05, train, unsafe fixes)", f"{THIS}::m2m100_model",
          {"target_args": MID_M2M100, "train": True, "unsafe_fixes": True}),
     Case("sequencer2d_s (timm, try settings)", f"{THIS}::timm_model", {"target_args": REAL_SEQUENCER, "try_settings": True}),

@@ -12,6 +12,8 @@ and reports, per break kind (Dynamo's GB code and title) and per model:
   sites    break sites (file, line) in transformers 5.4
   present  sites whose line is still in the installed transformers
   found    present sites with a DYN1xx finding on that line
+  fixed    found sites where a finding on that line carries a fix (safe or unsafe; a static
+           count: whether the fix removes the break is what bench/fix_efficacy.py measures)
 
 Breaks whose stack has no transformers frame (inside torch only) and the follow-up messages
 ("cannot properly resume", "hit config.recompile_limit") are not sites. A site still present may
@@ -178,15 +180,19 @@ def main(argv=None) -> int:
     files = sorted({p for p, _ in filter(None, placed.values())})
     findings = lint(files)
     covered = collections.defaultdict(set)  # (path, line) -> codes
+    with_fix = set()  # (path, line) where a finding carries a fix
     for f in findings:
         if f.code.startswith("DYN1"):
             for row in range(f.row, f.end_row + 1):
                 covered[(f.filename, row)].add(f.code)
+                if f.fix is not None:
+                    with_fix.add((f.filename, row))
 
-    by_kind = collections.defaultdict(lambda: {"models": set(), "sites": set(), "present": set(), "found": set()})
+    by_kind = collections.defaultdict(lambda: {"models": set(), "sites": set(), "present": set(), "found": set(),
+                                               "fixed": set()})
     per_model = {}
     for model, model_sites in sorted(sites.items()):
-        row = {"sites": [], "present": 0, "found": 0}
+        row = {"sites": [], "present": 0, "found": 0, "fixed": 0}
         for site, kind in model_sites.items():  # in the corpus's order: the first break first
             k = by_kind[kind]
             k["models"].add(model)
@@ -199,20 +205,24 @@ def main(argv=None) -> int:
             if codes:
                 k["found"].add(site)
                 row["found"] += 1
+            if where in with_fix:
+                k["fixed"].add(site)
+                row["fixed"] += 1
             row["sites"].append({"site": f"{site[0]}:{site[1]}", "kind": kind, "text": texts.get(site),
                                  "now": f"{os.path.relpath(where[0], root)}:{where[1]}" if where else None,
-                                 "codes": codes})
+                                 "codes": codes, "fix": where in with_fix})
         per_model[model] = row
 
     n_models = len(per_model)
     all_sites = {s for m in sites.values() for s in m}
     present = {s for s in all_sites if placed[s]}
     found = {s for s in present if covered.get(placed[s])}
+    fixed = {s for s in found if placed[s] in with_fix}
     print(f"corpus: torch {meta.get('torch', '?')}, transformers {meta.get('transformers', '?')}; "
           f"installed transformers {transformers.__version__}; {len(files)} files linted")
     print(f"{n_models} models with break sites in transformers code; {len(all_sites)} sites, "
           f"{len(present)} still present, {len(found)} of them with a finding "
-          f"({len(found) / max(1, len(present)):.2f})")
+          f"({len(found) / max(1, len(present)):.2f}), {len(fixed)} with a fix ({len(fixed) / max(1, len(present)):.2f})")
     fully = sum(1 for r in per_model.values() if r["present"] and r["found"] == r["present"])
     some = sum(1 for r in per_model.values() if r["found"])
     gone = sum(1 for r in per_model.values() if not r["present"])
@@ -224,16 +234,17 @@ def main(argv=None) -> int:
     first_found = [x for x in first_present if x["codes"]]
     print(f"first break of each model: {len(firsts)}, still present {len(first_present)}, "
           f"with a finding {len(first_found)}\n")
-    print("| break kind (GB code, Dynamo's title) | models | sites | still present | with a finding |")
-    print("|---|---|---|---|---|")
+    print("| break kind (GB code, Dynamo's title) | models | sites | still present | with a finding | with a fix |")
+    print("|---|---|---|---|---|---|")
     for kind, k in sorted(by_kind.items(), key=lambda kv: (-len(kv[1]["sites"]), kv[0])):
-        print(f"| {kind} | {len(k['models'])} | {len(k['sites'])} | {len(k['present'])} | {len(k['found'])} |")
-    print(f"| **all** | {n_models} | {len(all_sites)} | {len(present)} | {len(found)} |")
+        print(f"| {kind} | {len(k['models'])} | {len(k['sites'])} | {len(k['present'])} | {len(k['found'])} "
+              f"| {len(k['fixed'])} |")
+    print(f"| **all** | {n_models} | {len(all_sites)} | {len(present)} | {len(found)} | {len(fixed)} |")
     if args.verbose:
         for model, r in per_model.items():
             print(f"\n{model}: {r['found']}/{r['present']} present sites found ({len(r['sites'])} sites)")
             for s in r["sites"]:
-                mark = ",".join(s["codes"]) or ("-" if s["now"] else "gone")
+                mark = ",".join(s["codes"]) + ("*" if s["fix"] else "") or ("-" if s["now"] else "gone")
                 print(f"  {mark:8s} {s['site']:60s} {s['kind'][:40]:40s} {s['text']}")
     if args.json:
         Path(args.json).write_text(json.dumps(per_model, indent=1))

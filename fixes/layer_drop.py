@@ -19,7 +19,8 @@ Three shapes of transformers' loops over layers are recognised, read from the co
 test decides `continue` (above); it sets a flag, `if draw < p: to_drop = True`, that a following
 `if not to_drop: h = layer(...)` reads; or the flag is the comparison itself, `skip = draw < p`,
 read by `if not skip or synced_gpus: h = layer(...)` (the other operands Python values, for which
-the layer's output is kept as before) and optionally `if skip: continue`. Each time the draw sits
+the layer's output is kept as before) and optionally `if skip: continue`, or by `if skip and not
+synced_gpus: continue` followed by the layer run (SpeechT5's decoder). Each time the draw sits
 in an `if` with no `else` that tests Python values only (the `self.training and self.layerdrop >
 0.0` guard), the layer step is one `h = <call>` that reads `h` and ends the loop body, and the
 flag is read nowhere else. Two unguarded shapes of transformers 5.17 too, the draw made in the
@@ -27,6 +28,12 @@ loop body: `if self.training and (draw < p): continue` / `else: h = layer(...)` 
 (the `if` becomes the call and `h = torch.where(...) if self.training else layer_output`), and
 `skip = self.training and draw < p` read by `if not skip or synced_gpus:` and `if skip:
 continue` (the flag and both tests become the call and the select).
+
+The draw's test deciding `continue` may also sit in the loop body itself, unguarded and with no
+`else`, the layer run after it (transformers' MusicGen decoders): the `if` through the layer run
+becomes the call and the select. Where the draw is Python's (`random.uniform(0, 1)`,
+`random.random()`: DYN105 reports the branch), it is made with `torch.rand([])` instead, so
+`torch.where` has a tensor to select by; only where every binding of the draw is in this loop.
 
 The layer step may return a tuple: `h, attn = layer(h)` (the fresh name takes `h`'s place), or
 `layer_outputs = layer(h)` (also as an `if`/`else` for gradient checkpointing) then `h =
@@ -45,7 +52,7 @@ weight decay still updates them on that step), dropout inside the layer draws ra
 every layer (the random stream after the first dropped layer differs), and a layer that updates
 state (a cache) does so when dropped too; with `output_attentions` in train mode a dropped layer's
 attentions are collected (the original collected none, or `None`). The output is the same
-function of the draws.
+function of the draws (of torch's generator where the draw was Python's).
 """
 
 from __future__ import annotations
@@ -61,7 +68,7 @@ from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import identifiers
 
-from .base import ATOMIC, comment_rows, delete_lines, guarded, make_fix, single_small_statement, source_info
+from .base import ATOMIC, comment_rows, delete_lines, guarded, make_fix, replace_node, single_small_statement, source_info
 from .buffers import store_targets
 from .imports import torch_reference
 from .statements import string_continuation_rows
@@ -117,15 +124,21 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
             select = f"{select} if {plan['only_if']} else {operand}"
         if plan["keep_anyway"]:  # `if not skip or synced_gpus:` keeps the output when synced
             select = f"{operand} if {plan['keep_anyway']} else " + (f"({select})" if plan["only_if"] else select)
-        # The statement deciding the skip is replaced; its comments go on the select.
-        start, end = positions[last].start, positions[last].end
+        # The statement deciding the skip is replaced (through the layer run where that follows
+        # it); its comments go on the select.
+        replaced = [last]
+        if "through" in plan:
+            body = list(loop.body.body)
+            replaced = body[body.index(last):body.index(plan["through"]) + 1]
+        start, end = positions[last].start, positions[replaced[-1]].end
         end_column = end.column
         if info.line(end.line)[end_column:].lstrip().startswith("#"):
             end_column = len(info.line(end.line))  # the trailing comment goes with it
         # Comments of the replaced statement not on a copied line (a copied statement's own leading
         # comment lines are not copied: they are kept here).
         copied_rows = {row for stmt in copied for row in range(positions[stmt].start.line, positions[stmt].end.line + 1)}
-        comments = [text for row, text in comment_rows(positions, last, start, CodePosition(end.line, end_column + 1))
+        comments = [text for stmt in replaced
+                    for row, text in comment_rows(positions, stmt, start, CodePosition(end.line, end_column + 1))
                     if row not in copied_rows]
         for stmt in plan.get("drop", ()):  # deleted statements' comments too
             rows = positions[stmt]
@@ -139,9 +152,13 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
             row = positions[stmt].start.line
             blank_before = row > 1 and not info.line(row - 1).strip() and row - 1 > end.line
             edits.append(delete_lines(row - 1 if blank_before else row, positions[stmt].end.line))
+        for call in plan["python_draws"]:
+            edits.append(replace_node(positions, call, f"{torch}.rand([])"))
         costs = "a dropped layer still costs its compute and gets zero gradients"
-        if step["tail"]:
+        if step["tail"] or plan.get("collected_after"):
             costs += ", and the statements collecting its other outputs run for it too"
+        if plan["python_draws"]:
+            costs += f"; the draw comes from `{torch}.rand([])`, not Python's `random`"
         return make_fix(
             UNSAFE,
             f"Run the layer and select its output with `{torch}.where` (LayerDrop as a select: one graph; {costs})",
@@ -159,7 +176,7 @@ def _enclosing_loop(ctx: RuleContext, info, node: cst.CSTNode) -> Optional[cst.F
     parent = info.parent(node)
     if isinstance(node, (cst.Comparison, cst.BooleanOperation)):
         last = and_operands(node)[-1]  # `p > 0 and draw < p` reported as a whole: its comparison
-        if not isinstance(last, cst.Comparison) or comparison_with_draw(ctx, last) is None:
+        if not isinstance(last, cst.Comparison) or _draw(ctx, last) is None:
             return None
         while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And) and parent.right is node:
             node, parent = parent, info.parent(parent)  # `p > 0 and draw < p`: up to the chain's top
@@ -171,6 +188,9 @@ def _enclosing_loop(ctx: RuleContext, info, node: cst.CSTNode) -> Optional[cst.F
         if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
             node, parent = parent, info.parent(parent)
             while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or) and parent.left is node:
+                node, parent = parent, info.parent(parent)
+        else:  # `if flag and not synced: continue`
+            while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And) and parent.left is node:
                 node, parent = parent, info.parent(parent)
     else:
         return None
@@ -190,9 +210,9 @@ def _plan(ctx: RuleContext, fn: cst.FunctionDef, loop: cst.For) -> Optional[dict
     if loop.orelse is not None or loop.asynchronous is not None or not isinstance(loop.body, cst.IndentedBlock):
         return None
     body = list(loop.body.body)
-    plan = (_plan_else(ctx, fn, body) or _plan_flag_in_loop(ctx, fn, body)) if body else None
+    plan = (_plan_else(ctx, fn, body) or _plan_flag_in_loop(ctx, fn, body) or _plan_continue(ctx, fn, body)) if body else None
     if plan is not None:
-        return plan
+        return _with_draws(ctx, fn, loop, plan)
     for i, guard in enumerate(body):
         if not (isinstance(guard, cst.If) and guard.orelse is None and isinstance(guard.body, cst.IndentedBlock)):
             continue
@@ -201,8 +221,13 @@ def _plan(ctx: RuleContext, fn: cst.FunctionDef, loop: cst.For) -> Optional[dict
         last = guard.body.body[-1]
         plan = _plan_for(ctx, fn, body, i, last)
         if plan is not None:
-            return plan
+            return _with_draws(ctx, fn, loop, plan)
     return None
+
+
+def _with_draws(ctx: RuleContext, fn, loop: cst.For, plan: dict) -> Optional[dict]:
+    calls = _python_draws(ctx, fn, loop, plan["condition"])
+    return None if calls is None else dict(plan, python_draws=calls)
 
 
 def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Optional[dict]:
@@ -239,7 +264,7 @@ def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Op
             return None
         step, keep_anyway, flag_reads = found
         owns = flag_reads + _test_nodes(small.value)
-    if step is None or comparison_with_draw(ctx, comparison) is None:
+    if step is None or _draw(ctx, comparison) is None:
         return None
     if flag is not None and not _flag_only_read_there(fn, flag, flag_reads, body[:i]):
         return None
@@ -280,6 +305,31 @@ def _plan_else(ctx: RuleContext, fn, body: list) -> Optional[dict]:
     return None
 
 
+def _plan_continue(ctx: RuleContext, fn, body: list) -> Optional[dict]:
+    """`if [q and] draw < p: continue` in the loop body (no `else`, the draw made before it,
+    unguarded: transformers' MusicGen decoders) followed by the layer run and statements collecting
+    its other outputs, ending the body. The `if` through the layer run becomes the call and the
+    select; the collecting statements stay and read the real outputs."""
+    for k, stmt in enumerate(body):
+        if not (isinstance(stmt, cst.If) and stmt.orelse is None and len(stmt.body.body) == 1):
+            continue
+        if not isinstance(single_small_statement(stmt.body.body[0]), cst.Continue):
+            continue
+        split = _draw_test(ctx, stmt.test)
+        if split is None:
+            continue
+        rest = body[k + 1:]
+        step = _rest_of_body(ctx, fn, rest)
+        if step is None:
+            return None
+        only_if, comparison = split
+        return {"owns": {id(n) for n in _test_nodes(stmt.test)}, "last": stmt,
+                "through": rest[len(rest) - len(step["tail"]) - 1], "step": dict(step, tail=[]),
+                "collected_after": bool(step["tail"]), "condition": comparison, "keep_anyway": "",
+                "only_if": only_if, "then_continue": False}
+    return None
+
+
 def _plan_flag_in_loop(ctx: RuleContext, fn, body: list) -> Optional[dict]:
     """`skip = [q and] draw < p` in the loop body itself (the draw unguarded: transformers 5.17's
     NLLB-MoE decoder), then `if not skip [or synced]: h = <call>` and optionally `if skip:
@@ -317,7 +367,29 @@ def _draw_test(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
         only_if = " and ".join(cst.Module([]).code_for_node(o) for o in operands[:-1])
     else:
         only_if = ""
-    return (only_if, test) if comparison_with_draw(ctx, test) is not None else None
+    return (only_if, test) if _draw(ctx, test) is not None else None
+
+
+def _draw(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
+    """`draw < p` with a draw of `torch.rand`, or of Python's `random.random()` / `random.uniform(0,
+    1)` (DYN105 reports the branch on those; the fix draws with `torch.rand([])` instead)."""
+    return comparison_with_draw(ctx, test) or comparison_with_draw(ctx, test, python=True)
+
+
+def _python_draws(ctx: RuleContext, fn, loop: cst.For, condition: cst.Comparison) -> Optional[list]:
+    """The draw calls to replace with `torch.rand([])` where the condition's draw is Python's ([]
+    for a torch draw); None where the name is bound outside this loop too."""
+    if comparison_with_draw(ctx, condition) is not None:
+        return []
+    draw = comparison_with_draw(ctx, condition, python=True)[0].value
+    in_loop = {id(n) for n in iter_nodes(loop.body)}
+    calls = []
+    for n in iter_nodes(fn):
+        if isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == draw for t in n.targets):
+            if id(n) not in in_loop:
+                return None
+            calls.append(n.value)
+    return calls
 
 
 def _test_nodes(value: cst.BaseExpression) -> list:
@@ -361,6 +433,8 @@ def _flag_step(ctx: RuleContext, fn, rest: list, flag: str, with_else: bool = Tr
         return dict(step, tail=rest[1:]), "", [head.test]
     if head.orelse is not None:
         return None
+    if with_else and len(head.body.body) == 1 and isinstance(single_small_statement(head.body.body[0]), cst.Continue):
+        return _flag_continue(ctx, fn, rest, flag)
     operands = _or_operands(head.test)
     first = operands[0]
     if not (isinstance(first, cst.UnaryOperation) and isinstance(first.operator, cst.Not)):
@@ -393,6 +467,34 @@ def _flag_step(ctx: RuleContext, fn, rest: list, flag: str, with_else: bool = Tr
     if len(others) > 1:
         keep_anyway = f"({keep_anyway})"
     return dict(step, tail=following, flag_stmts=flag_stmts), keep_anyway, reads
+
+
+def _flag_continue(ctx: RuleContext, fn, rest: list, flag: str):
+    """`if flag [and r ...]: continue` then the layer run and statements collecting its outputs,
+    ending the body (SpeechT5's decoder: `if skip_the_layer and not synced_gpus: continue`). The
+    layer's output is kept as before where an `r` is false (`synced_gpus`)."""
+    head = rest[0]
+    operands = and_operands(head.test)
+    first = operands[0]
+    if not (isinstance(first, cst.Name) and first.value == flag) or head.test.lpar:
+        return None
+    others = operands[1:]
+    if any(ctx.is_tensor(o) or _reads(o, flag) for o in others):
+        return None
+    step = _rest_of_body(ctx, fn, rest[1:])
+    if step is None:
+        return None
+    module = cst.Module([])
+    negated = []
+    for o in others:
+        if isinstance(o, cst.UnaryOperation) and isinstance(o.operator, cst.Not) and isinstance(o.expression, (cst.Name, cst.Attribute, cst.Call)):
+            negated.append(module.code_for_node(o.expression))
+        else:
+            negated.append(f"not ({module.code_for_node(o)})")
+    keep_anyway = " or ".join(negated)
+    if len(negated) > 1:
+        keep_anyway = f"({keep_anyway})"
+    return step, keep_anyway, [first]
 
 
 def _or_operands(node: cst.BaseExpression) -> list:

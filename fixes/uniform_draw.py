@@ -19,6 +19,9 @@ name that every assignment in the function binds to `torch.rand(...)` / `torch.r
 the comparison is a single strict `<` (or its mirror `>`), and the probability is a plain name,
 attribute or number that the linter does not know to be a tensor (evaluating it twice is
 harmless). `<=` is left alone: a draw can be exactly 0.
+
+DYN105 offers the same fix where the draw is Python's, `random.random()` or `random.uniform(0, 1)`
+(also in [0, 1): `uniform(0, 1)` is `0 + 1 * random()`), and the branch on it is what breaks.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from dynalint.lint.rule import RuleContext
 from .base import guarded, make_fix, replace_node, source_info
 
 
-def uniform_draw_fix(ctx: RuleContext, test: cst.BaseExpression, code: str = "DYN120"):
-    """test: the tensor condition being reported."""
-    found = comparison_with_draw(ctx, test)
+def uniform_draw_fix(ctx: RuleContext, test: cst.BaseExpression, code: str = "DYN120", python: bool = False):
+    """test: the tensor condition being reported (with `python`, DYN105's branch on a draw of
+    Python's `random.random()` / `random.uniform(0, 1)`, also in [0, 1))."""
+    found = comparison_with_draw(ctx, test, python)
     if found is None:
         return None
     draw, probability = found
@@ -55,7 +59,7 @@ def uniform_draw_fix(ctx: RuleContext, test: cst.BaseExpression, code: str = "DY
         return make_fix(
             SAFE,
             f"Test `{p} > 0` first: `{draw.value}` is drawn from [0, 1), so a probability of 0 decides "
-            "the branch without reading the tensor",
+            f"the branch without reading the {'draw' if python else 'tensor'}",
             [replace_node(positions, test, text)],
         )
 

@@ -22,10 +22,25 @@ from .variables import target_names
 UNIFORM_DRAWS = frozenset({"torch.rand", "torch.rand_like"})
 
 
-def comparison_with_draw(ctx, test: cst.BaseExpression) -> Optional[tuple]:
+def is_python_uniform_draw(ctx, call: cst.Call) -> bool:
+    """`random.random()` or `random.uniform(0, 1)`: Python's uniform draw in [0, 1) (uniform(0, 1)
+    is `0 + 1 * random()`). Whether Dynamo draws it itself depends on the torch version (DYN105)."""
+    q = ctx.call_name(call)
+    if q == "random.random":
+        return not call.args
+    if q != "random.uniform" or len(call.args) != 2:
+        return False
+    low, high = (a.value for a in call.args)
+    return (all(a.keyword is None and not a.star for a in call.args)
+            and type(low) in (cst.Integer, cst.Float) and float(low.value) == 0.0
+            and type(high) in (cst.Integer, cst.Float) and float(high.value) == 1.0)
+
+
+def comparison_with_draw(ctx, test: cst.BaseExpression, python: bool = False) -> Optional[tuple]:
     """(draw name, probability) when `test` is `draw < p` or `p > draw`: `draw` a local name every
-    assignment in the function binds to `torch.rand(...)` / `torch.rand_like(...)`, `p` a plain
-    name, attribute or number the linter does not know to be a tensor."""
+    assignment in the function binds to `torch.rand(...)` / `torch.rand_like(...)` (with `python`,
+    or each to Python's `random.random()` / `random.uniform(0, 1)`), `p` a plain name, attribute
+    or number the linter does not know to be a tensor."""
     if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return None
     op = test.comparisons[0].operator
@@ -37,7 +52,7 @@ def comparison_with_draw(ctx, test: cst.BaseExpression) -> Optional[tuple]:
         return None
     if type(draw) is not cst.Name or not plain(probability) or ctx.kind(probability) in TENSORISH:
         return None
-    if not bound_to_draws(ctx, draw.value):
+    if not bound_to_draws(ctx, draw.value, python):
         return None
     return draw, probability
 
@@ -92,11 +107,11 @@ def plain(node: cst.BaseExpression) -> bool:
     return type(node) is cst.Name
 
 
-def bound_to_draws(ctx: RuleContext, name: str) -> bool:
-    """Is every binding of `name` in the function an assignment of a uniform draw (and is there at
-    least one, so the name is no parameter)?"""
+def bound_to_draws(ctx: RuleContext, name: str, python: bool = False) -> bool:
+    """Is every binding of `name` in the function an assignment of a uniform draw (torch's, or with
+    `python` Python's: one kind for all) and is there at least one, so the name is no parameter?"""
     fn = ctx.fn
-    memo = ctx.rule_state("draws")
+    memo = ctx.rule_state("python_draws" if python else "draws")
     if name in memo:
         return memo[name]
     if name in {p.name.value for p in param_list(fn.params)}:
@@ -115,7 +130,8 @@ def bound_to_draws(ctx: RuleContext, name: str) -> bool:
                 for target in node.targets:
                     if type(target.target) is cst.Name and target.target.value == name:
                         single_draw = len(node.targets) == 1 and type(node.value) is cst.Call
-                        if single_draw and ctx.call_name(node.value) in UNIFORM_DRAWS:
+                        if single_draw and (is_python_uniform_draw(ctx, node.value) if python
+                                            else ctx.call_name(node.value) in UNIFORM_DRAWS):
                             draws += 1
                         else:
                             other += 1

@@ -2812,3 +2812,134 @@ def test_layerdrop_select_for_the_unguarded_draw_deciding_none_outputs_or_the_la
             all_attentions += (layer_outputs[1],)
         return h
     """).lstrip("\\n"), " " * 12).replace(" " * 12 + "return h", " " * 8 + "return h") in result.text, result.text
+
+
+def test_layerdrop_select_for_the_unguarded_draw_deciding_continue_with_the_layer_after_it():
+    # MusicGen's decoder shape with a torch draw: `if training and (draw < p): continue`, no `else`,
+    # the layer run after it; the statement collecting its attentions stays after the select.
+    result = _layerdrop("""
+        dropout_probability = torch.rand([])
+        if self.training and (self.layerdrop > 0 and dropout_probability < self.layerdrop):
+            continue
+
+        # run the layer
+        h, attn = layer(h, mask)
+        if self.output_attentions:
+            all_attentions += (attn,)
+    """)
+    assert not result.errors and [f.code for f in result.fixed] == ["DYN120"], result.text
+    assert textwrap.indent(textwrap.dedent("""
+        dropout_probability = torch.rand([])
+        layer_output, attn = layer(h, mask)
+        h = torch.where(dropout_probability < self.layerdrop, h, layer_output) if self.training and self.layerdrop > 0 else layer_output  # run the layer
+        if self.output_attentions:
+            all_attentions += (attn,)
+        return h
+    """).lstrip("\\n"), " " * 12).replace(" " * 12 + "return h", " " * 8 + "return h") in result.text, result.text
+    assert "collecting its other outputs run for it too" in result.fixed[0].fix.message
+
+
+PYTHON_DRAW = """
+    dropout_probability = random.uniform(0, 1)
+    if self.training and (dropout_probability < self.layerdrop):
+        continue
+    h = layer(h, mask)
+"""
+
+
+PYTHON_DRAW_LOOP = LAYERDROP_LOOP.replace("    import torch\n", "    import random\n    import torch\n", 1)
+
+
+def _python_layerdrop(body: str, unsafe: bool = True):
+    return fixed(PYTHON_DRAW_LOOP.format(body=textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 16)), unsafe)
+
+
+def test_layerdrop_with_pythons_draw_gets_the_probability_test_then_a_torch_draw_and_the_select():
+    # MusicGen: DYN105 reports the branch on `random.uniform(0, 1)`. Safe: `p > 0` first (the
+    # draw still made, so Python's random stream is the same).
+    safe = _python_layerdrop(PYTHON_DRAW, unsafe=False)
+    assert [(f.code, f.fix.applicability) for f in safe.fixed] == [("DYN105", "safe")], safe.text
+    assert "dropout_probability = random.uniform(0, 1)\n" in safe.text
+    assert "if self.training and (self.layerdrop > 0 and dropout_probability < self.layerdrop):\n" in safe.text
+    # Unsafe: then the select, drawing with torch.rand (`torch.where` needs a tensor to select by).
+    result = _python_layerdrop(PYTHON_DRAW)
+    assert not result.remaining and not result.errors, result.text
+    assert [f.code for f in result.fixed] == ["DYN105", "DYN105"]
+    assert textwrap.indent(textwrap.dedent("""
+        dropout_probability = torch.rand([])
+        layer_output = layer(h, mask)
+        h = torch.where(dropout_probability < self.layerdrop, h, layer_output) if self.training and self.layerdrop > 0 else layer_output
+        return h
+    """).lstrip("\\n"), " " * 12).replace(" " * 12 + "return h", " " * 8 + "return h") in result.text, result.text
+    select = result.fixed[1].fix
+    assert select.applicability == "unsafe" and "`torch.rand([])`, not Python's `random`" in select.message
+
+
+@pytest.mark.parametrize(
+    "body,why",
+    [
+        (PYTHON_DRAW.replace("uniform(0, 1)", "uniform(0, 2)"), "not in [0, 1)"),
+        (PYTHON_DRAW.replace("(dropout_probability < self.layerdrop)", "(dropout_probability <= self.layerdrop)"),
+         "a draw can be 0"),
+        ("flip = random.uniform(0, 1)\n" + textwrap.dedent(PYTHON_DRAW).replace("random.uniform(0, 1)", "flip"),
+         "not bound to a draw"),
+        (PYTHON_DRAW.replace("random.uniform(0, 1)", "random.randint(0, 1)"), "not a uniform draw"),
+    ],
+)
+def test_branches_on_python_draws_that_are_not_uniform_in_zero_one_get_no_fix(body, why):
+    result = _python_layerdrop(body)
+    assert not result.fixed and "> 0 and" not in result.text, (why, result.text)
+    assert any(f.code == "DYN105" for f in result.remaining), why
+
+
+def test_layerdrop_select_with_pythons_draw_needs_the_draw_bound_only_in_the_loop():
+    # Bound before the loop too: replacing only the loop's draw would leave the other a Python
+    # number, replacing both would change code the fix does not own. The safe test still applies.
+    code = PYTHON_DRAW_LOOP.replace(
+        "            for layer in self.layers:",
+        "            dropout_probability = random.uniform(0, 1)\n            for layer in self.layers:",
+    ).format(body=textwrap.indent(textwrap.dedent(PYTHON_DRAW).strip("\n"), " " * 16))
+    result = fixed(code)
+    assert [(f.code, f.fix.applicability) for f in result.fixed] == [("DYN105", "safe")], result.text
+    assert "random.uniform(0, 1)" in result.text and "torch.where" not in result.text
+
+
+def test_layerdrop_select_for_a_flag_deciding_continue_unless_synced():
+    # SpeechT5's decoder: `if skip_the_layer and not synced_gpus: continue` then the layer run.
+    result = _layerdrop("""
+        skip_the_layer = False
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            skip_the_layer = dropout_probability < self.layerdrop
+        if skip_the_layer and not synced_gpus:
+            continue
+
+        layer_outputs = layer(h, mask)
+        h = layer_outputs[0]
+        if output_attentions:
+            all_attentions = all_attentions + (layer_outputs[1],)
+    """)
+    assert not result.errors and [f.code for f in result.fixed] == ["DYN120"], result.text
+    assert textwrap.indent(textwrap.dedent("""
+        if self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            layer_outputs = layer(h, mask)
+            h = layer_outputs[0] if synced_gpus else torch.where(dropout_probability < self.layerdrop, h, layer_outputs[0])
+            if output_attentions:
+                all_attentions = all_attentions + (layer_outputs[1],)
+            continue
+        if skip_the_layer and not synced_gpus:
+            continue
+    """).lstrip("\\n"), " " * 12) in result.text, result.text
+    # A tensor among the other operands, or the flag read again after the layer: no select.
+    for body in ("if skip_the_layer and h.sum() > 0:", "if skip_the_layer and not skip_the_layer:"):
+        refused = _layerdrop(f"""
+            skip_the_layer = False
+            if self.training and self.layerdrop > 0.0:
+                dropout_probability = torch.rand([])
+                skip_the_layer = dropout_probability < self.layerdrop
+            {body}
+                continue
+            h = layer(h, mask)
+        """)
+        assert "torch.where" not in refused.text, refused.text

@@ -289,6 +289,20 @@ def test_reconcile_statuses_from_breaks_and_executed_lines():
     assert [(m["lineno"], m["reason"]) for m in missed] == [(pid, "Attempted to call function marked as skipped")]
 
 
+def test_a_loop_reported_only_as_step_unsupported_is_not_a_missed_break():
+    # torch 2.11 reports the loop around a break as "step_unsupported": a consequence of the break
+    # in the same file (a finding there), not a break of its own; alone, it still counts as missed.
+    path = os.path.realpath(fixture("reconcile_cases.py"))
+    linted = R.lint_model([path], Config(), [{"qualname": "Cases", "file": path}], None)
+    branch = line_of(path, "if x.sum() > 0")
+    follow_up = {"reason": "step_unsupported", "filename": path, "lineno": branch - 1}
+    _, missed = R.reconcile(linted, [follow_up, {"reason": "generic_jump TensorVariable()", "filename": path,
+                                                 "lineno": branch}], {path: [branch]})
+    assert missed == []
+    _, alone = R.reconcile(linted, [follow_up], {path: [branch]})
+    assert [m["reason"] for m in alone] == ["step_unsupported"]
+
+
 def test_region_is_the_targets_forward_and_what_it_calls(tmp_path):
     """Findings in a module class the target does not use are not the target's findings."""
     src = tmp_path / "two.py"

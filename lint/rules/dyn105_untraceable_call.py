@@ -46,7 +46,19 @@ Time and seed outside the compiled region (around the call of the compiled model
 `torch.rand` instead of `random.random()` for randomness inside the model, and
 `torch.where(torch.rand(()) < p, ...)` instead of branching on a draw.
 
-## Fix (unsafe)
+## Fix (safe, then unsafe): LayerDrop with Python's draw
+`dropout_probability = random.uniform(0, 1)` (or `random.random()` where Dynamo draws it) then
+`if self.training and (dropout_probability < self.layerdrop): continue`, as transformers' MusicGen
+decoders write LayerDrop. The safe fix tests the probability first, `(self.layerdrop > 0 and
+dropout_probability < self.layerdrop)`: the draw lies in [0, 1), so the test has the same value
+for every probability, the draw is still made (Python's random stream is unchanged), and with the
+default probability 0 Dynamo decides the branch without it: no break. Behind a positive
+probability the unsafe fix makes the draw with `torch.rand([])` (torch's generator, not Python's)
+and turns the skip into a select, as DYN120's LayerDrop fix does: the layer runs and
+`torch.where(dropout_probability < self.layerdrop, h, layer_output)` keeps its output when it is
+not dropped (a dropped layer still costs its compute and gets zero gradients).
+
+## Fix (unsafe): host-side helpers
 In a helper that compiled code calls and that works on Python and NumPy values only (random
 planning, index bookkeeping: no parameter holds a tensor, no torch call makes one), the autofix
 puts `@torch.compiler.disable` on the helper, where the break is reached on every call (not after
@@ -71,7 +83,8 @@ from typing import Optional
 import libcst as cst
 
 from .. import fastcst
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..draws import and_operands
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 from ..target import installed_torch, target_torch
 
 UNTRACEABLE = frozenset(
@@ -174,7 +187,7 @@ class UntraceableCall(Rule):
     name = "untraceable-call"
     summary = "Call into a module Dynamo skips"
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
-    fixable = "unsafe"
+    fixable = "safe or unsafe"
     gb_types = (
         ("GB0007", "Attempted to call function marked as skipped"),
         ("GB0014", "Attempted to wrap RNN, GRU, or LSTM"),
@@ -216,9 +229,10 @@ class UntraceableCall(Rule):
                                        "(Dynamo traces the draw as data); draw the index with `torch.randint`")
             return
         if _mentions_draw(node.test, ctx, state):
+            fix = self._draw_fix(node, ctx) if t is cst.If else None
             ctx.report(self, node.test, "branching on a number drawn with Python's `random` breaks the graph "
                                         "(Dynamo traces the draw as data); use `torch.where(torch.rand(()) < p, ...)` "
-                                        "or draw outside the compiled region")
+                                        "or draw outside the compiled region", fix=fix)
 
     def _check_call(self, node, ctx):
         func = node.func
@@ -252,6 +266,18 @@ class UntraceableCall(Rule):
         untraced_numpy = q.startswith("numpy.random.") and q.count(".") == 2 and q.rsplit(".", 1)[1] not in NUMPY_RANDOM_TRACED
         if q in UNTRACEABLE or untraced_numpy:
             ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo and breaks the graph; call it outside the compiled region")
+
+    def _draw_fix(self, node: cst.If, ctx):
+        """LayerDrop with Python's draw (`p = random.uniform(0, 1)` then `if self.training and p <
+        self.layerdrop: continue`, MusicGen): test the probability first (safe, as DYN120 does for
+        `torch.rand`), then, behind a positive probability, run the layer and select its output
+        with the draw made by `torch.rand([])` (unsafe: fixes/layer_drop.py)."""
+        for operand in and_operands(node.test):
+            if type(operand) is cst.Comparison:
+                fix = offer_fix("uniform_draw", ctx, operand, self.code, True)
+                if fix is not None:
+                    return fix
+        return offer_fix("layer_drop", ctx, node.test, self.code)
 
     @staticmethod
     def _in_test(node, ctx) -> bool:
@@ -513,6 +539,56 @@ class UntraceableCall(Rule):
                 return y[random.randint(0, 3)]  # expect: DYN105
             """,
             dynamo=BREAKS,
+        ),
+    )
+    invalid = invalid + (
+        Example(
+            # LayerDrop with Python's draw (MusicGen): the safe fix tests the probability first (with
+            # the default 0 the branch is decided without the draw); the unsafe one then draws with
+            # `torch.rand([])`, runs the layer and selects its output.
+            """
+            import random
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                    self.layerdrop = 0.0
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        dropout_probability = random.uniform(0, 1)
+                        if self.training and (dropout_probability < self.layerdrop):  # expect: DYN105
+                            continue
+
+                        h = layer(h)
+                    return h
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import random
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                        self.layerdrop = 0.0
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            dropout_probability = torch.rand([])
+                            layer_output = layer(h)
+                            h = torch.where(dropout_probability < self.layerdrop, h, layer_output) if self.training and self.layerdrop > 0 else layer_output  # expect: DYN105
+                        return h
+            """,
         ),
     )
     # `random.random()` as a value: skipped (a break) before torch 2.14, traced from 2.14. The linter

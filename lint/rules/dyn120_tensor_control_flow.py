@@ -460,6 +460,60 @@ class TensorControlFlow(Rule):
             """,
         ),
         Example(
+            # The flag deciding `continue` unless synced, the layer run after it (SpeechT5's decoder).
+            """
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                    self.layerdrop = 0.5
+                    self.synced = False
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        skip_the_layer = False
+                        if self.training and self.layerdrop > 0.0:
+                            dropout_probability = torch.rand([])
+                            skip_the_layer = dropout_probability < self.layerdrop
+                        if skip_the_layer and not self.synced:  # expect: DYN120
+                            continue
+                        h = layer(h)
+                    return h
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                        self.layerdrop = 0.5
+                        self.synced = False
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            skip_the_layer = False
+                            if self.training and self.layerdrop > 0.0:
+                                dropout_probability = torch.rand([])
+                                layer_output = layer(h)
+                                h = layer_output if self.synced else torch.where(dropout_probability < self.layerdrop, h, layer_output)
+                                continue
+                            if skip_the_layer and not self.synced:  # expect: DYN120
+                                continue
+                            h = layer(h)
+                        return h
+            """,
+        ),
+        Example(
             # LayerDrop drawn outside any guard, `if training and draw < p: continue` / `else:` (transformers 5.17).
             """
             import torch
