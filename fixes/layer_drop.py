@@ -382,6 +382,13 @@ def _python_draws(ctx: RuleContext, fn, loop: cst.For, condition: cst.Comparison
     if comparison_with_draw(ctx, condition) is not None:
         return []
     draw = comparison_with_draw(ctx, condition, python=True)[0].value
+    # Read only by the test: elsewhere a tensor in place of a float could change what runs
+    # (`int(draw * n)`, `random.seed(draw)`).
+    stores = {id(n) for _, targets in store_targets(fn) for t in targets for n in iter_nodes(t)}
+    in_test = {id(n) for n in iter_nodes(condition)}
+    if any(isinstance(n, cst.Name) and n.value == draw and id(n) not in stores and id(n) not in in_test
+           for n in iter_nodes(fn)):
+        return None
     in_loop = {id(n) for n in iter_nodes(loop.body)}
     calls = []
     for n in iter_nodes(fn):

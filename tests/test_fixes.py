@@ -2904,6 +2904,15 @@ def test_layerdrop_select_with_pythons_draw_needs_the_draw_bound_only_in_the_loo
     assert "random.uniform(0, 1)" in result.text and "torch.where" not in result.text
 
 
+def test_layerdrop_select_with_pythons_draw_needs_the_draw_read_only_by_its_test():
+    # Read as a number elsewhere: a tensor there could change what runs. The safe test applies.
+    read = "    dropout_probability = random.uniform(0, 1)\n    rank = int(dropout_probability * 4)\n"
+    result = _python_layerdrop(PYTHON_DRAW.replace("    dropout_probability = random.uniform(0, 1)\n", read))
+    assert "rank = int(dropout_probability * 4)" in result.text
+    assert [(f.code, f.fix.applicability) for f in result.fixed] == [("DYN105", "safe")], result.text
+    assert "torch.where" not in result.text
+
+
 def test_layerdrop_select_for_a_flag_deciding_continue_unless_synced():
     # SpeechT5's decoder: `if skip_the_layer and not synced_gpus: continue` then the layer run.
     result = _layerdrop("""
