@@ -15,8 +15,12 @@ def forward(self, x, lengths):
 ```
 
 ## Use instead
-Stay in tensor land (`torch.split(x, sizes)` accepts a tensor in many cases, masks instead of
-per-row Python loops), or compute the list before calling the compiled model and pass it in.
+Stay in tensor land (masks instead of per-row Python loops), or compute the list before calling
+the compiled model and pass it in. For an integer tensor, `torch._dynamo.config.
+capture_scalar_outputs = True` lets Dynamo trace the values as symbolic integers: sizes from
+`lengths.tolist()` given to `torch.split` then compile to one graph (probed on torch 2.11, 2.13
+and 2.14.1); `dynalint verify --try-settings` tries the setting on your model and suggests it
+only where the breaks go down with outputs equal.
 """
 
 import libcst as cst
@@ -41,7 +45,10 @@ class TolistCall(Rule):
         if type(func) is cst.Attribute and func.attr.value == "tolist" and not node.args:
             if ctx.kind(func.value) in (Kind.NOT_TENSOR, Kind.SIZE):
                 return
-            ctx.report(self, node, "`.tolist()` reads tensor values and breaks the graph")
+            ctx.report(self, node, "`.tolist()` reads tensor values and breaks the graph; keep them in a tensor "
+                                   "(masks instead of a Python loop over the values), pass the list in from outside "
+                                   "the compiled region, or, for an integer tensor, set `torch._dynamo.config."
+                                   "capture_scalar_outputs = True` (`dynalint verify --try-settings` checks it)")
 
     invalid = (
         Example(

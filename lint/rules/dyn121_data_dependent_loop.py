@@ -57,7 +57,9 @@ class DataDependentLoop(Rule):
         if type(node) is cst.Call:
             # `range(t)` anywhere, not only as a loop's iterable: `list(range(n - 1, n))` breaks too.
             if ctx.call_name(node) == "range" and any(ctx.is_tensor(a.value) for a in node.args):
-                ctx.report(self, node, "`range()` of a tensor value needs the value while tracing and breaks the graph")
+                ctx.report(self, node, "`range()` of a tensor value needs the value while tracing and breaks the "
+                                       "graph; take the count from a shape or a Python number, or loop over the largest "
+                                       "count a shape gives and mask the steps past the value")
             return
         it = node.iter
         if type(it) is cst.Call and ctx.call_name(it) == "range":

@@ -3,7 +3,7 @@
 ## What it does
 Finds `torch.nonzero` / `Tensor.nonzero()`, one-argument `torch.where(cond)`,
 `torch.masked_select`, `torch.argwhere`, `torch.bincount`, `torch.repeat_interleave` with tensor
-repeats, indexing with a boolean mask (`x[x > 0]`) and
+repeats and no `output_size=` (with it the length is known, and Dynamo traces it), indexing with a boolean mask (`x[x > 0]`) and
 `torchvision.ops.nms` / `batched_nms` in a compile region. Assigning through a mask
 (`x[mask] = 0`) and three-argument `torch.where` keep their shape and are not reported; an
 in-place update through a mask (`x[mask] += 1`) reads `x[mask]` first, and is.
@@ -104,8 +104,14 @@ class DynamicShapeOp(Rule):
             # linted too: the operator inside it is reported there, not each call of the wrapper.
             if q in DYNAMIC_FUNCS and not (type(node.func) is cst.Name and node.func.value in _file_functions(ctx)):
                 ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=_fix(ctx, node, self.code))
-            elif q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value):
-                ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output shape and breaks the graph")
+            elif (q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value)
+                  and not any(a.keyword is not None and a.keyword.value == "output_size" for a in node.args)):
+                # `output_size=` gives the length: traced (probed on torch 2.11, 2.13 and 2.14.1).
+                ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output "
+                                       "shape and breaks the graph; pass `output_size=` (the total, where a shape or a "
+                                       "Python number gives it) or set `torch._dynamo.config."
+                                       "capture_dynamic_output_shape_ops = True` (`dynalint verify --try-settings` "
+                                       "checks it)")
             elif q == "torch.where" and len(node.args) == 1:
                 ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form", fix=_fix(ctx, node, self.code))
             elif (
@@ -297,6 +303,19 @@ class DynamicShapeOp(Rule):
                 y[y < 0] = 0.0
                 idx = torch.tensor([0, 2])
                 return torch.where(y > 0, y, 0.0).sum() + y[idx].sum()
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            # `output_size=` gives the length: no data-dependent shape.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                repeats = torch.full((x.shape[0],), 2)
+                return torch.repeat_interleave(y, repeats, dim=0, output_size=2 * x.shape[0]) + 1
             """,
             dynamo=CLEAN,
         ),
