@@ -106,7 +106,16 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
         def reindented(stmts):
             return [line for stmt in stmts for line in _statement_lines(info, positions, stmt, indent, set())]
 
-        prelude, call = reindented(step["prelude"]), reindented([step["call"]])
+        def gap(before, after):  # a blank line where the source has one between two statements
+            rows = range(positions[before].end.line + 1, positions[after].start.line)
+            return [""] if any(not info.line(row).strip() for row in rows) else []
+
+        def joined(stmts):
+            return [line for i, stmt in enumerate(stmts) for line in (gap(stmts[i - 1], stmt) if i else []) + reindented([stmt])]
+
+        prelude, call = joined(step["prelude"]), reindented([step["call"]])
+        if step["prelude"]:
+            prelude += gap(step["prelude"][-1], step["call"])
         if step["rename"] is not None:  # `h = layer(h)` / `h, attn = layer(h)`: bound to a fresh name
             old_target, make_target = step["rename"]
             if not call[0][len(indent):].startswith(old_target):
@@ -117,7 +126,12 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
             output = info.text(positions, step["extract"])
         # The output as an operand of `... if q else ...` below.
         operand = output if step["extract"] is None or isinstance(step["extract"], ATOMIC) else f"({output})"
-        tail = reindented(step["tail"])
+        tail = joined(step["tail"])
+        if step["tail"]:
+            block = info.parent(step["tail"][0])
+            siblings = list(getattr(block, "body", ()))
+            if step["tail"][0] in siblings and siblings.index(step["tail"][0]) > 0:
+                tail = gap(siblings[siblings.index(step["tail"][0]) - 1], step["tail"][0]) + tail
         lines = prelude + call
         select = f"{torch}.where({info.text(positions, plan['condition'])}, {target}, {output})"
         if plan["only_if"]:  # `if p > 0 and draw < p:` skips only when p > 0

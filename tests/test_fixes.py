@@ -2610,11 +2610,13 @@ def test_layerdrop_select_over_a_tuple_output_copies_the_run_and_what_collects_i
                     if self.training and self.layerdrop > 0.0:
                         dropout_probability = torch.rand([])
                         past_key_value = past_key_values[idx] if past_key_values is not None else None
+
                         if self.gradient_checkpointing and self.training:
                             layer_outputs = self._gradient_checkpointing_func(layer.__call__, h, None, past_key_value)
                         else:
                             layer_outputs = layer(h, past_key_value=past_key_value, output_attentions=output_attentions)
                         h = torch.where(dropout_probability < self.layerdrop, h, layer_outputs[0])  # skip the layer
+
                         if use_cache:
                             next_cache += (layer_outputs[3 if output_attentions else 1],)
                         if output_attentions:
