@@ -26,6 +26,7 @@ from .numpy_math import numpy_math_fix
 from .scalar import item_fix
 from .scalar_math import python_math_fix
 from .select_chain import chain_select_fix
+from .mask_guard import mask_guard_fix
 from .uniform_draw import uniform_draw_fix
 from .where import where_fix
 
@@ -38,6 +39,7 @@ PROVIDERS = {
     "python_math": python_math_fix,  # DYN110
     "uniform_draw": uniform_draw_fix,  # DYN120 (safe)
     "layer_drop": layer_drop_fix,  # DYN120
+    "mask_guard": mask_guard_fix,  # DYN120
     "where": where_fix,  # DYN120
     "raise_check": raise_check_fix,  # DYN120
     "cond": cond_fix,  # DYN120

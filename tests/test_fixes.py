@@ -2954,3 +2954,72 @@ def test_layerdrop_select_for_a_flag_deciding_continue_unless_synced():
             h = layer(h, mask)
         """)
         assert "torch.where" not in refused.text, refused.text
+
+
+MASK_GUARD = """
+    import math
+
+    import torch
+    from torch import nn
+
+
+    class M(nn.Module):
+        def forward(self, x, labels, logits):
+            mask = labels == -100
+            {body}
+            return x, logits
+    """
+
+
+def _mask_guard(body: str):
+    template = textwrap.dedent(MASK_GUARD).lstrip("\n")
+    body = textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8).lstrip(" ")
+    return fixed(template.format(body=body))
+
+
+def test_an_emptiness_test_around_updates_through_its_mask_is_dropped():
+    # wav2vec2's pretraining loss and RAG's padding: updates that change nothing for an empty mask.
+    result = _mask_guard("""
+        if mask.any():  # padded
+            x[mask] = 0.0
+
+            logits[1:][mask] = float("-inf")
+            x.masked_fill_(mask, -math.inf)
+            logits = logits.masked_fill(mask, -1)
+        if mask.sum() > 0:
+            x[mask] = 1
+    """)
+    assert not result.remaining and [f.code for f in result.fixed] == ["DYN120", "DYN120"], result.text
+    assert textwrap.indent(textwrap.dedent("""
+        mask = labels == -100
+        # padded
+        x[mask] = 0.0
+
+        logits[1:][mask] = float("-inf")
+        x.masked_fill_(mask, -math.inf)
+        logits = logits.masked_fill(mask, -1)
+        x[mask] = 1
+        return x, logits
+    """).lstrip("\\n"), " " * 8) in result.text, result.text
+    fix = result.fixed[0].fix
+    assert fix.applicability == "unsafe" and "autograd" in fix.message
+
+
+@pytest.mark.parametrize(
+    "body,why",
+    [
+        ("index = labels.long()\nif index.any():\n    x[index] = 0.0", "an integer index writes where it points"),
+        ("if mask.any():\n    x[mask] = logits", "a value with rows"),
+        ("if mask.any():\n    x[mask] = 0.0\nelse:\n    x = x + 1", "an else"),
+        ("if mask.any():\n    x[mask] = 0.0\n    x = x * 2", "other work"),
+        ("other = labels > 0\nif mask.any():\n    x[other] = 0.0", "another mask"),
+        ("if mask.sum() > 1:\n    x[mask] = 0.0", "not an emptiness test"),
+        ("if mask.any():\n    x.masked_fill_(mask, logits.max())", "not a number"),
+        ("if mask.any():\n    x[mask.nonzero()] = 0.0", "not the mask itself"),
+    ],
+)
+def test_mask_guards_that_do_more_than_update_through_the_mask_are_kept(body, why):
+    result = _mask_guard(body)
+    assert any(f.code == "DYN120" for f in result.remaining), (why, result.remaining)
+    assert "if " in result.text.split("mask = labels == -100", 1)[1], (why, result.text)
+    assert not any("Drop the test" in f.fix.message for f in result.fixed), (why, result.text)

@@ -107,6 +107,16 @@ values are computed into variables, the rest of the chain runs as before (its te
 values), then each target is selected, `self.lo = torch.where(taken, lo_if_taken, self.lo)`. Every
 arm then runs on every call. Run `dynalint verify` on the result.
 
+A test that a boolean mask is not empty, guarding only updates through that mask with a number
+(`if pad_mask.any():` around `ll.masked_fill_(pad_mask, 0.0)`, `x[pad_mask] = 0.0`, `x =
+x.masked_fill(pad_mask, -1)`; also `torch.any(m)`, `m.sum() > 0`), loses the test: each update
+changes nothing for an empty mask, and the writes through a mask keep their shapes, so the code
+compiles to one graph (probed on torch 2.11, 2.13 and 2.14.1). Unsafe: the updates always run,
+and an in-place one counts as a modification for autograd even when the mask is empty (a tensor
+saved for backward and updated there makes backward raise; the original raised too whenever the
+mask was not empty). Only for a mask the linter knows to be boolean (an integer index tensor
+writes where its values point) and numbers as the values.
+
 A check that only raises, `if (x == 0).any(): raise ValueError("zeros")` (also `if not t:` and
 `if flag and t:`), becomes `torch._assert_async(torch.logical_not((x == 0).any()), "ValueError:
 zeros")`, which Dynamo keeps in the graph. It raises a RuntimeError instead of the original
@@ -259,6 +269,7 @@ class TensorControlFlow(Rule):
                 fix = (
                     offer_fix("uniform_draw", ctx, test, self.code)
                     or offer_fix("layer_drop", ctx, test, self.code)
+                    or offer_fix("mask_guard", ctx, test, self.code)
                     or offer_fix("where", ctx, test, self.code)
                     or offer_fix("raise_check", ctx, test, self.code)
                     or offer_fix("cond", ctx, test, self.code)
@@ -457,6 +468,39 @@ class TensorControlFlow(Rule):
                             if skip_the_layer:  # expect: DYN120
                                 continue
                         return h
+            """,
+        ),
+        Example(
+            # An emptiness test around updates through the same mask (wav2vec2's pretraining loss,
+            # RAG's padding): the updates change nothing for an empty mask, so the test goes.
+            """
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    y = x * 2
+                    mask = y < 0
+                    if mask.any():  # expect: DYN120
+                        y.masked_fill_(mask, 0.0)
+                        y[mask] = -1.0
+                    return y + 1
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def forward(self, x):
+                        y = x * 2
+                        mask = y < 0
+                        # expect: DYN120
+                        y.masked_fill_(mask, 0.0)
+                        y[mask] = -1.0
+                        return y + 1
             """,
         ),
         Example(
