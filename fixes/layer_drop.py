@@ -34,6 +34,9 @@ The draw's test deciding `continue` may also sit in the loop body itself, unguar
 becomes the call and the select. Where the draw is Python's (`random.uniform(0, 1)`,
 `random.random()`: DYN105 reports the branch), it is made with `torch.rand([])` instead, so
 `torch.where` has a tensor to select by; only where every binding of the draw is in this loop.
+A draw made in the test itself (research code: `if self.training and random.random() < p:
+continue`, also `torch.rand(1)`, `random.uniform(0, 1)`, `np.random.random()`) moves into the
+select, made after the layer runs (`torch.rand([])` in place of Python's or NumPy's draw).
 
 The layer step may return a tuple: `h, attn = layer(h)` (the fresh name takes `h`'s place), or
 `layer_outputs = layer(h)` (also as an `if`/`else` for gradient checkpointing) then `h =
@@ -63,7 +66,8 @@ import libcst as cst
 from libcst.metadata import CodePosition
 
 from dynalint.findings import UNSAFE, Edit
-from dynalint.lint.draws import and_operands, comparison_with_draw
+from dynalint.lint.draws import and_operands, comparison_with_draw, is_python_uniform_draw, plain
+from dynalint.lint.kinds import TENSORISH
 from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import identifiers
@@ -133,7 +137,12 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
             if step["tail"][0] in siblings and siblings.index(step["tail"][0]) > 0:
                 tail = gap(siblings[siblings.index(step["tail"][0]) - 1], step["tail"][0]) + tail
         lines = prelude + call
-        select = f"{torch}.where({info.text(positions, plan['condition'])}, {target}, {output})"
+        condition = info.text(positions, plan["condition"])
+        inline = plan.get("inline_draw")
+        if inline is not None and not inline[1]:  # Python's or NumPy's draw, made in the test itself
+            call = info.text(positions, inline[0])
+            condition = condition.replace(call, f"{torch}.rand([])", 1)
+        select = f"{torch}.where({condition}, {target}, {output})"
         if plan["only_if"]:  # `if p > 0 and draw < p:` skips only when p > 0
             select = f"{select} if {plan['only_if']} else {operand}"
         if plan["keep_anyway"]:  # `if not skip or synced_gpus:` keeps the output when synced
@@ -173,6 +182,8 @@ def layer_drop_fix(ctx: RuleContext, node: cst.BaseExpression, code: str = "DYN1
             costs += ", and the statements collecting its other outputs run for it too"
         if plan["python_draws"]:
             costs += f"; the draw comes from `{torch}.rand([])`, not Python's `random`"
+        elif inline is not None:
+            costs += "; the draw is made after the layer runs" + ("" if inline[1] else f", with `{torch}.rand([])`")
         return make_fix(
             UNSAFE,
             f"Run the layer and select its output with `{torch}.where` (LayerDrop as a select: one graph; {costs})",
@@ -188,6 +199,8 @@ def _enclosing_loop(ctx: RuleContext, info, node: cst.CSTNode) -> Optional[cst.F
     this is asked for every operand of an `and` / `or` chain, which libcst nests as deep as it is
     long."""
     parent = info.parent(node)
+    if isinstance(node, cst.Call) and isinstance(parent, cst.Comparison):  # the draw made in the test
+        node, parent = parent, info.parent(parent)
     if isinstance(node, (cst.Comparison, cst.BooleanOperation)):
         last = and_operands(node)[-1]  # `p > 0 and draw < p` reported as a whole: its comparison
         if not isinstance(last, cst.Comparison) or _draw(ctx, last) is None:
@@ -240,8 +253,47 @@ def _plan(ctx: RuleContext, fn: cst.FunctionDef, loop: cst.For) -> Optional[dict
 
 
 def _with_draws(ctx: RuleContext, fn, loop: cst.For, plan: dict) -> Optional[dict]:
+    inline = _inline_draw(ctx, plan["condition"])
+    if inline is not None:  # `torch.rand(1) < p`, `random.random() < p` in the test itself
+        return dict(plan, python_draws=[], inline_draw=inline, owns=plan["owns"] | {id(inline[0])})
     calls = _python_draws(ctx, fn, loop, plan["condition"])
     return None if calls is None else dict(plan, python_draws=calls)
+
+
+# One uniform number in [0, 1), drawn in the test itself: (qualified name, its argument texts).
+_INLINE_TORCH_SHAPES = ("1", "[]", "()", "(1,)", "[1]")
+_INLINE_NUMPY = ("numpy.random.random", "numpy.random.rand", "numpy.random.random_sample")
+
+
+def _inline_draw(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
+    """(the draw call, whether it is torch's) for `<draw> < p` / `p > <draw>` with the draw made
+    in the test: `torch.rand(1)` (also `[]`, `()`, with `device=` / `dtype=`), `random.random()`,
+    `random.uniform(0, 1)`, `np.random.random()` / `rand()`; `p` a plain name, attribute or number
+    the linter does not know to be a tensor."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    op = test.comparisons[0].operator
+    if type(op) is cst.LessThan:
+        draw, probability = test.left, test.comparisons[0].comparator
+    elif type(op) is cst.GreaterThan:
+        draw, probability = test.comparisons[0].comparator, test.left
+    else:
+        return None
+    if not isinstance(draw, cst.Call) or not plain(probability) or ctx.kind(probability) in TENSORISH:
+        return None
+    q = ctx.call_name(draw)
+    if q == "torch.rand":
+        positional = [a for a in draw.args if a.keyword is None]
+        module = cst.Module([])
+        if (len(positional) != 1 or positional[0].star
+                or module.code_for_node(positional[0].value).replace(" ", "") not in _INLINE_TORCH_SHAPES):
+            return None
+        if any(a.keyword is not None and a.keyword.value not in ("device", "dtype") for a in draw.args):
+            return None
+        return draw, True
+    if is_python_uniform_draw(ctx, draw) or (q in _INLINE_NUMPY and not draw.args):
+        return draw, False
+    return None
 
 
 def _plan_for(ctx: RuleContext, fn, body: list, i: int, last: cst.CSTNode) -> Optional[dict]:
@@ -387,7 +439,7 @@ def _draw_test(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
 def _draw(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
     """`draw < p` with a draw of `torch.rand`, or of Python's `random.random()` / `random.uniform(0,
     1)` (DYN105 reports the branch on those; the fix draws with `torch.rand([])` instead)."""
-    return comparison_with_draw(ctx, test) or comparison_with_draw(ctx, test, python=True)
+    return comparison_with_draw(ctx, test) or comparison_with_draw(ctx, test, python=True) or _inline_draw(ctx, test)
 
 
 def _python_draws(ctx: RuleContext, fn, loop: cst.For, condition: cst.Comparison) -> Optional[list]:

@@ -3023,3 +3023,67 @@ def test_mask_guards_that_do_more_than_update_through_the_mask_are_kept(body, wh
     assert any(f.code == "DYN120" for f in result.remaining), (why, result.remaining)
     assert "if " in result.text.split("mask = labels == -100", 1)[1], (why, result.text)
     assert not any("Drop the test" in f.fix.message for f in result.fixed), (why, result.text)
+
+
+@pytest.mark.parametrize(
+    "draw,drawn",
+    [
+        ("torch.rand(1)", "torch.rand(1)"),
+        ("torch.rand((), device=h.device)", "torch.rand((), device=h.device)"),
+        ("random.random()", "torch.rand([])"),
+        ("random.uniform(0, 1)", "torch.rand([])"),
+        ("np.random.random()", "torch.rand([])"),
+    ],
+)
+def test_layerdrop_drawn_in_the_test_itself_becomes_the_select(draw, drawn):
+    # Research code's LayerDrop: `if self.training and <draw> < p: continue`, the layer after it.
+    result = fixed(f"""
+        import random
+
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        class Enc(nn.Module):
+            def forward(self, h):
+                for layer in self.layers:
+                    if self.training and {draw} < self.layerdrop:
+                        continue
+                    h = layer(h)
+                return h
+    """)
+    assert not result.remaining and not result.errors, (result.remaining, result.text)
+    assert (f"            layer_output = layer(h)\n"
+            f"            h = torch.where({drawn} < self.layerdrop, h, layer_output) if self.training else layer_output\n"
+            ) in result.text, result.text
+    assert "the draw is made after the layer runs" in result.fixed[-1].fix.message
+
+
+@pytest.mark.parametrize(
+    "draw,why",
+    [
+        ("torch.rand(2)", "two numbers"),
+        ("torch.rand(1, generator=g)", "another generator"),
+        ("random.uniform(0, 2)", "not in [0, 1)"),
+        ("random.gauss(0, 1)", "not uniform"),
+        ("torch.randn(1)", "not uniform"),
+    ],
+)
+def test_other_draws_in_the_test_get_no_select(draw, why):
+    result = fixed(f"""
+        import random
+
+        import torch
+        from torch import nn
+
+
+        class Enc(nn.Module):
+            def forward(self, h, g=None):
+                for layer in self.layers:
+                    if self.training and {draw} < self.layerdrop:
+                        continue
+                    h = layer(h)
+                return h
+    """)
+    assert "torch.where" not in result.text, (why, result.text)

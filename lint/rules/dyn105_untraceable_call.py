@@ -56,7 +56,10 @@ default probability 0 Dynamo decides the branch without it: no break. Behind a p
 probability the unsafe fix makes the draw with `torch.rand([])` (torch's generator, not Python's)
 and turns the skip into a select, as DYN120's LayerDrop fix does: the layer runs and
 `torch.where(dropout_probability < self.layerdrop, h, layer_output)` keeps its output when it is
-not dropped (a dropped layer still costs its compute and gets zero gradients).
+not dropped (a dropped layer still costs its compute and gets zero gradients). A draw made in the
+test itself, `if self.training and random.random() < self.layerdrop: continue` (research code;
+on torch 2.13 the call itself is what breaks), gets the select with `torch.rand([])` in the test's
+place, drawn after the layer runs.
 
 ## Fix (unsafe): host-side helpers
 In a helper that compiled code calls and that works on Python and NumPy values only (random
@@ -259,9 +262,11 @@ class UntraceableCall(Rule):
             target = target_torch()
             if target is not None and target >= since:
                 return
+            # `if self.training and random.random() < p: continue` (LayerDrop): the select draws with torch.
+            fix = offer_fix("layer_drop", ctx, node, self.code) if self._in_test(node, ctx) else None
             ctx.report(self, node, f"`{q}()` is skipped by Dynamo before torch {since[0]}.{since[1]} and breaks the "
                                    f"graph there (traced from {since[0]}.{since[1]}); use `torch.rand` or call it outside "
-                                   "the compiled region")
+                                   "the compiled region", fix=fix)
             return
         untraced_numpy = q.startswith("numpy.random.") and q.count(".") == 2 and q.rsplit(".", 1)[1] not in NUMPY_RANDOM_TRACED
         if q in UNTRACEABLE or untraced_numpy:
@@ -587,6 +592,51 @@ class UntraceableCall(Rule):
                             dropout_probability = torch.rand([])
                             layer_output = layer(h)
                             h = torch.where(dropout_probability < self.layerdrop, h, layer_output) if self.training and self.layerdrop > 0 else layer_output  # expect: DYN105
+                        return h
+            """,
+        ),
+    )
+    invalid = invalid + (
+        Example(
+            # LayerDrop drawn in the test itself (research code): the select draws with torch.
+            """
+            import random
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                    self.layerdrop = 0.0
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        if self.training and random.random() < self.layerdrop:  # expect: DYN105
+                            continue
+                        h = layer(h)
+                    return h
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import random
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                        self.layerdrop = 0.0
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            layer_output = layer(h)
+                            h = torch.where(torch.rand([]) < self.layerdrop, h, layer_output) if self.training else layer_output  # expect: DYN105
                         return h
             """,
         ),

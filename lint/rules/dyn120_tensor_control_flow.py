@@ -504,6 +504,47 @@ class TensorControlFlow(Rule):
             """,
         ),
         Example(
+            # LayerDrop drawn in the test itself, the layer after it (research code): the select.
+            """
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                    self.layerdrop = 0.5
+
+                def forward(self, x):
+                    h = x * 2
+                    for layer in self.layers:
+                        if self.training and torch.rand(1) < self.layerdrop:  # expect: DYN120
+                            continue
+                        h = layer(h)
+                    return h
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                        self.layerdrop = 0.5
+
+                    def forward(self, x):
+                        h = x * 2
+                        for layer in self.layers:
+                            layer_output = layer(h)
+                            h = torch.where(torch.rand(1) < self.layerdrop, h, layer_output) if self.training else layer_output  # expect: DYN120
+                        return h
+            """,
+        ),
+        Example(
             # The flag deciding `continue` unless synced, the layer run after it (SpeechT5's decoder).
             """
             import torch
