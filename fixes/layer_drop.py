@@ -66,8 +66,7 @@ import libcst as cst
 from libcst.metadata import CodePosition
 
 from dynalint.findings import UNSAFE, Edit
-from dynalint.lint.draws import and_operands, comparison_with_draw, is_python_uniform_draw, plain
-from dynalint.lint.kinds import TENSORISH
+from dynalint.lint.draws import and_operands, comparison_with_draw, drawn_side, is_python_uniform_draw
 from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import identifiers
@@ -269,18 +268,11 @@ def _inline_draw(ctx: RuleContext, test: cst.BaseExpression) -> Optional[tuple]:
     """(the draw call, whether it is torch's) for `<draw> < p` / `p > <draw>` with the draw made
     in the test: `torch.rand(1)` (also `[]`, `()`, with `device=` / `dtype=`), `random.random()`,
     `random.uniform(0, 1)`, `np.random.random()` / `rand()`; `p` a plain name, attribute or number
-    the linter does not know to be a tensor."""
-    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+    the linter does not know to be a tensor (`drawn_side`)."""
+    found = drawn_side(ctx, test)
+    if found is None or not isinstance(found[0], cst.Call):
         return None
-    op = test.comparisons[0].operator
-    if type(op) is cst.LessThan:
-        draw, probability = test.left, test.comparisons[0].comparator
-    elif type(op) is cst.GreaterThan:
-        draw, probability = test.comparisons[0].comparator, test.left
-    else:
-        return None
-    if not isinstance(draw, cst.Call) or not plain(probability) or ctx.kind(probability) in TENSORISH:
-        return None
+    draw = found[0]
     q = ctx.call_name(draw)
     if q == "torch.rand":
         positional = [a for a in draw.args if a.keyword is None]

@@ -36,11 +36,10 @@ def is_python_uniform_draw(ctx, call: cst.Call) -> bool:
             and type(high) in (cst.Integer, cst.Float) and float(high.value) == 1.0)
 
 
-def comparison_with_draw(ctx, test: cst.BaseExpression, python: bool = False) -> Optional[tuple]:
-    """(draw name, probability) when `test` is `draw < p` or `p > draw`: `draw` a local name every
-    assignment in the function binds to `torch.rand(...)` / `torch.rand_like(...)` (with `python`,
-    or each to Python's `random.random()` / `random.uniform(0, 1)`), `p` a plain name, attribute
-    or number the linter does not know to be a tensor."""
+def drawn_side(ctx, test: cst.BaseExpression) -> Optional[tuple]:
+    """(the compared side, probability) when `test` is `x < p` or `p > x`, `p` a plain name,
+    attribute or number the linter does not know to be a tensor; whether `x` is a draw is the
+    caller's question (a name bound to draws here, a draw made in the test in fixes/layer_drop.py)."""
     if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return None
     op = test.comparisons[0].operator
@@ -50,11 +49,19 @@ def comparison_with_draw(ctx, test: cst.BaseExpression, python: bool = False) ->
         draw, probability = test.comparisons[0].comparator, test.left
     else:
         return None
-    if type(draw) is not cst.Name or not plain(probability) or ctx.kind(probability) in TENSORISH:
-        return None
-    if not bound_to_draws(ctx, draw.value, python):
+    if not plain(probability) or ctx.kind(probability) in TENSORISH:
         return None
     return draw, probability
+
+
+def comparison_with_draw(ctx, test: cst.BaseExpression, python: bool = False) -> Optional[tuple]:
+    """(draw name, probability) when `test` is `draw < p` or `p > draw` (`drawn_side`): `draw` a
+    local name every assignment in the function binds to `torch.rand(...)` / `torch.rand_like(...)`
+    (with `python`, or each to Python's `random.random()` / `random.uniform(0, 1)`)."""
+    found = drawn_side(ctx, test)
+    if found is None or type(found[0]) is not cst.Name or not bound_to_draws(ctx, found[0].value, python):
+        return None
+    return found
 
 
 def is_probability_guard(node: cst.BaseExpression, probability: cst.BaseExpression) -> bool:

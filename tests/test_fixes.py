@@ -3025,6 +3025,24 @@ def test_mask_guards_that_do_more_than_update_through_the_mask_are_kept(body, wh
     assert not any("Drop the test" in f.fix.message for f in result.fixed), (why, result.text)
 
 
+INLINE_DRAW_LOOP = """
+    import random
+
+    import numpy as np
+    import torch
+    from torch import nn
+
+
+    class Enc(nn.Module):
+        def forward(self, h, g=None):
+            for layer in self.layers:
+                if self.training and {draw} < self.layerdrop:
+                    continue
+                h = layer(h)
+            return h
+"""
+
+
 @pytest.mark.parametrize(
     "draw,drawn",
     [
@@ -3037,22 +3055,7 @@ def test_mask_guards_that_do_more_than_update_through_the_mask_are_kept(body, wh
 )
 def test_layerdrop_drawn_in_the_test_itself_becomes_the_select(draw, drawn):
     # Research code's LayerDrop: `if self.training and <draw> < p: continue`, the layer after it.
-    result = fixed(f"""
-        import random
-
-        import numpy as np
-        import torch
-        from torch import nn
-
-
-        class Enc(nn.Module):
-            def forward(self, h):
-                for layer in self.layers:
-                    if self.training and {draw} < self.layerdrop:
-                        continue
-                    h = layer(h)
-                return h
-    """)
+    result = fixed(INLINE_DRAW_LOOP.format(draw=draw))
     assert not result.remaining and not result.errors, (result.remaining, result.text)
     assert (f"            layer_output = layer(h)\n"
             f"            h = torch.where({drawn} < self.layerdrop, h, layer_output) if self.training else layer_output\n"
@@ -3071,19 +3074,5 @@ def test_layerdrop_drawn_in_the_test_itself_becomes_the_select(draw, drawn):
     ],
 )
 def test_other_draws_in_the_test_get_no_select(draw, why):
-    result = fixed(f"""
-        import random
-
-        import torch
-        from torch import nn
-
-
-        class Enc(nn.Module):
-            def forward(self, h, g=None):
-                for layer in self.layers:
-                    if self.training and {draw} < self.layerdrop:
-                        continue
-                    h = layer(h)
-                return h
-    """)
+    result = fixed(INLINE_DRAW_LOOP.format(draw=draw))
     assert "torch.where" not in result.text, (why, result.text)
