@@ -5,7 +5,9 @@ Finds calls into modules Dynamo skips: `time.time()`, `time.perf_counter()`, `ti
 Python's `random` functions Dynamo does not model (`random.gauss`, `random.choice`,
 `random.getstate`, ...), NumPy random functions Dynamo cannot map to torch
 (`np.random.permutation`) or maps to code that reads a tensor value (`np.random.choice`),
-`torch.get_rng_state()` / `torch.set_rng_state()`, `input()`, `open()`, and
+`torch.get_rng_state()` / `torch.set_rng_state()`, seeding (`torch.manual_seed()`,
+`torch.cuda.manual_seed()`, `torch.initial_seed()`, `torch.default_generator.manual_seed()`),
+`input()`, `open()`, and
 calls of `nn.LSTM` / `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
 Also finds a branch, a `range()` or an index on a number drawn with Python's `random`
 (`if random.random() < p:`, `p = rng.randrange(n)` then `if i > p:`). A number drawn under an
@@ -102,6 +104,14 @@ UNTRACEABLE = frozenset(
         "time.sleep",
         "torch.get_rng_state",
         "torch.set_rng_state",
+        # Seeding: skipped functions (probed on 2.13.0 and 2.14.1; `torch.seed()` is traced).
+        "torch.manual_seed",
+        "torch.random.manual_seed",
+        "torch.cuda.manual_seed",
+        "torch.cuda.manual_seed_all",
+        "torch.initial_seed",
+        "torch.default_generator.manual_seed",
+        "torch.default_generator.seed",
         "input",
         "open",
     }
@@ -244,6 +254,15 @@ class UntraceableCall(Rule):
             return
         q = ctx.call_name(node)
         if q is None:
+            if (
+                type(func) is cst.Attribute
+                and func.attr.value in ("seed", "manual_seed")
+                and type(func.value) is cst.Subscript
+                and ctx.qualname(func.value.value) == "torch.cuda.default_generators"
+            ):
+                # Reformer: `torch.cuda.default_generators[i].seed()` ("torch.Generator method")
+                ctx.report(self, node, f"`torch.cuda.default_generators[...].{func.attr.value}()` cannot be traced by "
+                                       "Dynamo and breaks the graph; seed outside the compiled region")
             return
         if q == "range" and any(_mentions_draw(a.value, ctx, ctx.rule_state(self.code)) for a in node.args):
             ctx.report(self, node, "`range()` of a number drawn with Python's `random` breaks the graph "
@@ -434,6 +453,35 @@ class UntraceableCall(Rule):
                 return y + state.float().mean()
             """,
             dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                seed = 0
+
+                def forward(self, x):
+                    # Reformer's reversible layers reseed before each sublayer
+                    torch.manual_seed(self.seed)  # expect: DYN105
+                    return torch.dropout(x, 0.5, True) * 2
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if torch.cuda.is_available():
+                        i = torch.cuda.current_device()
+                        self.seed = torch.cuda.default_generators[i].seed()  # expect: DYN105
+                    return x * 2
+            """,
+            why="needs a CUDA device; the CPU generator's `torch.default_generator.seed()` was probed: \"torch.Generator method\"",
         ),
     )
     invalid = invalid + (
