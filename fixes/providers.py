@@ -17,6 +17,7 @@ from .compile_default import compile_default_fix
 from .cond import cond_fix
 from .debugger import debugger_fix, remove_unused_debugger_imports
 from .disable_helper import disable_helper_fix
+from .dispatch import dispatch_fix
 from .experts import expert_loop_fix
 from .guard import guard_fix
 from .layer_drop import layer_drop_fix
@@ -47,6 +48,7 @@ PROVIDERS = {
     "select_chain": chain_select_fix,  # DYN120
     "mask": mask_fix,  # DYN130
     "experts": expert_loop_fix,  # DYN130
+    "dispatch": dispatch_fix,  # DYN130, DYN120
     "mask_update": mask_update_fix,  # DYN130
     "duplicate_input": duplicate_input_fix,  # DYN141
     "buffer_local": buffer_local_fix,  # DYN142

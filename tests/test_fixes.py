@@ -3076,3 +3076,70 @@ def test_layerdrop_drawn_in_the_test_itself_becomes_the_select(draw, drawn):
 def test_other_draws_in_the_test_get_no_select(draw, why):
     result = fixed(INLINE_DRAW_LOOP.format(draw=draw))
     assert "torch.where" not in result.text, (why, result.text)
+
+
+DISPATCH = """
+    import torch
+    from torch import nn
+
+
+    class M(nn.Module):
+        def forward(self, x, probs, out):
+            expert_id = probs.argmax(dim=-1)
+            for i, expert in enumerate(self.experts):
+                mask = expert_id == i
+                {body}
+            return out
+    """
+
+
+def _dispatch(body: str):
+    template = textwrap.dedent(DISPATCH).lstrip("\n")
+    body = textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 12).lstrip(" ")
+    return fixed(template.format(body=body))
+
+
+def test_rows_routed_by_a_mask_and_written_back_through_it_become_dense_dispatch():
+    # Top-1 mixture of experts (research code) and X-MOD's language adapters.
+    result = _dispatch("""
+        if mask.any():  # route
+            out[mask] = expert(x[mask]) * probs[mask, i].unsqueeze(-1)
+    """)
+    assert not result.remaining, result.remaining
+    assert "            # route\n            out.copy_(torch.where(mask.reshape(mask.shape + (1,) * (out.dim() - mask.dim())), " \
+           "expert(x) * probs.select(mask.dim(), i).unsqueeze(-1), out))\n" in result.text, result.text
+    fix = next(f.fix for f in result.fixed if f.code == "DYN130")
+    assert fix.applicability == "unsafe" and "independently" in fix.message
+    result = _dispatch("""
+        picked = x[mask]
+        adapted = expert(picked)
+        out[mask] = adapted.to(out.dtype)
+
+        out = out * 1
+    """)
+    assert "picked = x\n" in result.text and "adapted = expert(picked)\n" in result.text, result.text
+    assert "out.copy_(torch.where(mask.reshape(mask.shape + (1,) * (out.dim() - mask.dim())), adapted.to(out.dtype), out))" \
+        in result.text, result.text
+
+
+@pytest.mark.parametrize(
+    "body,why",
+    [
+        ("picked = x[mask]\nout[mask] = expert(picked)\nlast = picked", "a chain value read after the write"),
+        ("if mask.any():\n    out[mask] = expert(x[mask])\n    n = mask.sum()", "other work in the test's body"),
+        ("out[mask] = expert(x[mask]) * mask.sum()", "the mask used other than to select"),
+        ("out[mask] = expert(x[mask]) * probs[mask, expert_id]", "a tensor second index"),
+        ("out[mask] = expert(x[mask][x[mask] > 0])", "another data-dependent selection"),
+        ("out[mask] = expert(probs)", "nothing selected by the mask"),
+        ("rows = x[mask]\nout[mask] = expert(rows)\nrows = rows.nonzero()", "rebinding read outside"),
+    ],
+)
+def test_mask_dispatch_is_not_offered_where_rows_escape_or_the_mask_does_more(body, why):
+    result = _dispatch(body)
+    assert not any("Run on every row" in f.fix.message for f in result.fixed), (why, result.text)
+
+
+def test_an_emptiness_test_with_an_else_stays_around_the_dense_dispatch():
+    result = _dispatch("if mask.any():\n    out[mask] = expert(x[mask])\nelse:\n    out = out + 1")
+    assert "if mask.any():\n                out.copy_(torch.where(" in result.text, result.text
+    assert [f.code for f in result.remaining] == ["DYN120"], result.remaining

@@ -150,6 +150,34 @@ class NumpyScalarMath(Rule):
             """
             import numpy as np
             import torch
+
+            @torch.compile
+            def f(x):
+                # Reformer pads to a multiple of the chunk lengths' least common multiple
+                chunk = np.lcm(4, 6)  # expect: DYN106
+                if x.shape[-1] % chunk != 0:  # expect: DYN120
+                    x = torch.nn.functional.pad(x, (0, 2))
+                return x * 2
+            """,
+            dynamo=BREAKS,
+            fixed="""
+            import numpy as np
+            import torch
+            import math
+
+            @torch.compile
+            def f(x):
+                # Reformer pads to a multiple of the chunk lengths' least common multiple
+                chunk = math.lcm(4, 6)  # expect: DYN106
+                if x.shape[-1] % chunk != 0:  # expect: DYN120
+                    x = torch.nn.functional.pad(x, (0, 2))
+                return x * 2
+            """,
+        ),
+        Example(
+            """
+            import numpy as np
+            import torch
             from torch import nn
 
 

@@ -115,7 +115,10 @@ compiles to one graph (probed on torch 2.11, 2.13 and 2.14.1). Unsafe: the updat
 and an in-place one counts as a modification for autograd even when the mask is empty (a tensor
 saved for backward and updated there makes backward raise; the original raised too whenever the
 mask was not empty). Only for a mask the linter knows to be boolean (an integer index tensor
-writes where its values point) and numbers as the values.
+writes where its values point) and numbers as the values. Where the body routes rows instead
+(`if mask.any(): out[mask] = expert(x[mask])`, a top-1 mixture of experts), the test goes with
+DYN130's dense dispatch: every row runs through the expert and `torch.where` keeps its output
+where the mask is set.
 
 A check that only raises, `if (x == 0).any(): raise ValueError("zeros")` (also `if not t:` and
 `if flag and t:`), becomes `torch._assert_async(torch.logical_not((x == 0).any()), "ValueError:
@@ -151,6 +154,10 @@ EXIT_MESSAGES = {
         "or decide it from a Python value"
     ),
 }
+NUMPY_MESSAGE = (
+    "{what} on a NumPy value breaks the graph: Dynamo traces NumPy as tensors; compute it with Python "
+    "numbers (`math.lcm`, `math.sqrt`, `round`) or outside the compiled region"
+)
 WHILE_MESSAGE = (
     "`while` on a tensor value breaks the graph: run a fixed number of iterations and carry a `done` "
     "mask through `torch.where`, or decide the count from a Python value"
@@ -186,6 +193,9 @@ def _message(what: str, test, ctx: RuleContext, parent=None, fix=None, branch=No
                 "which no rewrite keeps); with a probability of 0 it does not")
     if fix is None and type(branch) is cst.While:
         return WHILE_MESSAGE
+    if fix is None and ctx.is_numpy(test):
+        # Reformer: `seq_len % np.lcm(a, b) != 0`: no tensor in sight, the NumPy value is the tensor.
+        return NUMPY_MESSAGE.format(what=what)
     exit_kind = _early_exit(branch) if fix is None else None
     return (EXIT_MESSAGES.get(exit_kind) or MESSAGE).format(what=what)
 
@@ -270,6 +280,7 @@ class TensorControlFlow(Rule):
                     offer_fix("uniform_draw", ctx, test, self.code)
                     or offer_fix("layer_drop", ctx, test, self.code)
                     or offer_fix("mask_guard", ctx, test, self.code)
+                    or offer_fix("dispatch", ctx, test, self.code)
                     or offer_fix("where", ctx, test, self.code)
                     or offer_fix("raise_check", ctx, test, self.code)
                     or offer_fix("cond", ctx, test, self.code)
@@ -1138,6 +1149,52 @@ class TensorControlFlow(Rule):
         ),
     )
     invalid = invalid + (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.router = nn.Linear(8, 3)
+                    self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+
+                def forward(self, x):
+                    # top-1 mixture of experts, as research code writes it
+                    probs = self.router(x).softmax(-1)
+                    expert_id = probs.argmax(-1)
+                    out = torch.zeros_like(x)
+                    for i, expert in enumerate(self.experts):
+                        mask = expert_id == i
+                        if mask.any():  # expect: DYN120
+                            out[mask] = expert(x[mask]) * probs[mask, i].unsqueeze(-1)  # expect: DYN130, DYN130
+                    return out
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 5, 8),)",
+            fixed="""
+                import torch
+                from torch import nn
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.router = nn.Linear(8, 3)
+                        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+
+                    def forward(self, x):
+                        # top-1 mixture of experts, as research code writes it
+                        probs = self.router(x).softmax(-1)
+                        expert_id = probs.argmax(-1)
+                        out = torch.zeros_like(x)
+                        for i, expert in enumerate(self.experts):
+                            mask = expert_id == i
+                            # expect: DYN120
+                            out.copy_(torch.where(mask.reshape(mask.shape + (1,) * (out.dim() - mask.dim())), expert(x) * probs.select(mask.dim(), i).unsqueeze(-1), out))  # expect: DYN130, DYN130
+                        return out
+            """,
+        ),
         Example(
             """
             import torch

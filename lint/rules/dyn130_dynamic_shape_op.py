@@ -43,6 +43,15 @@ breaks left the GPU idle most of the time (d_model 512, 4 layers, batch 4 x 512)
 where it was already busy (d_model 1024, 8 layers, batch 8 x 1024). It is the same sum only for experts that treat tokens
 one by one (MLPs) and give finite outputs for every token; on a GPU the expert matrix products
 run on other shapes, so float32 results differ in the last bits (2e-05 there).
+
+Rows picked by a mask, run through some work and written back through the same mask
+(`out[mask] = expert(x[mask])`: top-1 experts in research code, X-MOD's language adapters,
+through names too: `picked = x[mask]; y = adapter(picked); out[mask] = y`) get the same kind of
+unsafe fix: the work runs on all rows and `out.copy_(torch.where(mask, y, out))` keeps its result
+where the mask is set (the mask given trailing unit dimensions; `probs[mask, i]` becomes
+`probs.select(mask.dim(), i)`), and an `if mask.any():` holding only that is dropped. The rows
+keep their values only if each step treats rows independently (no dropout, batch statistics or
+attention across the selected rows).
 """
 
 import libcst as cst
@@ -140,7 +149,7 @@ class DynamicShapeOp(Rule):
                     self,
                     node,
                     "indexing with a boolean mask has a data-dependent output shape and breaks the graph; use `torch.where(mask, x, 0)`",
-                    fix=offer_fix("mask", ctx, node, self.code),
+                    fix=offer_fix("mask", ctx, node, self.code) or offer_fix("dispatch", ctx, node, self.code),
                 )
                 return
 
@@ -289,6 +298,48 @@ class DynamicShapeOp(Rule):
                             y = self.experts[e](x) * torch.einsum("tk...,kt->t...", weights, routing_mask.to(weights.dtype))[:, None]
                             out.add_(y)
                         return out
+            """,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.adapters = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+
+                def forward(self, hidden, lang_ids: torch.Tensor):
+                    # X-MOD: each sequence goes through its language's adapter
+                    out = torch.zeros_like(hidden)
+                    for i, adapter in enumerate(self.adapters):
+                        lang_mask = lang_ids == i
+                        picked = hidden[lang_mask]  # expect: DYN130
+                        adapted = adapter(picked)
+                        out[lang_mask] = adapted
+                    return out + hidden
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(4, 3, 8), torch.tensor([0, 1, 1, 0]))",
+            fixed="""
+                import torch
+                from torch import nn
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.adapters = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+
+                    def forward(self, hidden, lang_ids: torch.Tensor):
+                        # X-MOD: each sequence goes through its language's adapter
+                        out = torch.zeros_like(hidden)
+                        for i, adapter in enumerate(self.adapters):
+                            lang_mask = lang_ids == i
+                            picked = hidden  # expect: DYN130
+                            adapted = adapter(picked)
+                            out.copy_(torch.where(lang_mask.reshape(lang_mask.shape + (1,) * (out.dim() - lang_mask.dim())), adapted, out))
+                        return out + hidden
             """,
         ),
     )

@@ -1,0 +1,264 @@
+"""DYN130 / DYN120: rows picked by a boolean mask, run through some work and written back through
+the same mask, become dense dispatch: the work runs on every row and `torch.where` keeps its
+output where the mask is set. Unsafe fix.
+
+    for i, expert in enumerate(self.experts):      for i, expert in enumerate(self.experts):
+        mask = expert_id == i                          mask = expert_id == i
+        if mask.any():                         ->      out.copy_(torch.where(mask.reshape(mask.shape + (1,) * (out.dim() - mask.dim())),
+            out[mask] = expert(x[mask])                                      expert(x), out))
+
+Top-1 mixture-of-experts loops in research code and per-language adapters (X-MOD) are written
+this way. `x[mask]` has as many rows as the mask has set elements, a number known only at run
+time (a graph break), and so has everything computed from it; `if mask.any():` around it breaks
+too. Run on all rows, every shape is static, and the rows the mask picks get the values they got.
+
+Read from the code, not from names: a statement `acc[m] = E` (the sink) with `m` a name the
+linter knows to be a boolean tensor and `acc` a name or attribute; before it in the same block,
+statements `name = E_i` whose names only the later statements of this run read (the chain). Every
+use of `m` in the chain is a selection `v[m]` (rewritten to `v`) or `v[m, j]` with `j` a number
+or the index variable of an enclosing `for` over `enumerate()` / `range()` (rewritten to
+`v.select(m.dim(), j)`, which picks the same values for every row); nothing else in the chain
+selects by a mask or calls a data-dependent-shape operator. An `if` that only tests `m` for
+emptiness (`m.any()`, `torch.any(m)`, `m.sum() > 0`) and holds just the chain is dropped.
+
+Unsafe: the rows get the same values only if every step treats rows independently (linear
+layers, activations: an MLP expert or adapter); a step that mixes rows (batch-norm statistics in
+train mode, attention over the selected rows) or draws random numbers per row (dropout) differs.
+The work now runs on all rows for each pass of the loop (n experts: n times the work) in exchange
+for one graph, and with an empty mask it still runs.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import CodePosition
+
+from dynalint.findings import UNSAFE, Edit
+from dynalint.lint.fastcst import iter_nodes
+from dynalint.lint.kinds import Kind
+from dynalint.lint.rule import RuleContext
+from dynalint.lint.variables import variable_reads
+
+from .base import atom_text, comment_rows, guarded, make_fix, single_small_statement, source_info
+from .imports import torch_reference
+from .mask_guard import _tested_mask
+from .purity import pure
+from .statements import string_continuation_rows
+
+# Calls whose output shape depends on values: any left in the chain keeps a break (and would make
+# the dense rewrite pointless), so the fix is not offered.
+_DATA_DEPENDENT = ("nonzero", "masked_select", "argwhere", "unique", "bincount", "repeat_interleave", "item", "tolist")
+
+
+def dispatch_fix(ctx: RuleContext, node: cst.CSTNode, code: str = "DYN130"):
+    """node: a `v[m]` selection (DYN130) or the emptiness test of an `if` (DYN120)."""
+    fn = ctx.fn
+    if fn is None:
+        return None
+    info = source_info(ctx.module, fn)
+    guard = None
+    if isinstance(node, cst.Subscript):
+        mask = _selection_mask(ctx, node)
+        stmt = info.parent(node) if mask is not None else None
+        while stmt is not None and not isinstance(stmt, cst.SimpleStatementLine):
+            stmt = info.parent(stmt)
+        if stmt is None:
+            return None
+        block = info.parent(stmt)
+        holder = info.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        if isinstance(holder, cst.If) and holder.orelse is None and _tested_mask(ctx, holder.test) == mask:
+            guard = holder
+    else:
+        mask = _tested_mask(ctx, node)
+        guard = info.parent(node)
+        if mask is None or not (isinstance(guard, cst.If) and guard.test is node and guard.orelse is None):
+            return None
+        block = guard.body
+        stmt = None
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    plan = _plan(ctx, info, fn, list(block.body), mask, stmt, whole=guard is not None)
+    if plan is None:
+        return None
+    chain, sink, selections = plan
+
+    def generate(positions, module):
+        torch, import_edits = torch_reference(info, positions)
+        first_node = guard if guard is not None else chain[0]
+        first, last = positions[first_node].start.line, positions[sink].end.line
+        if guard is not None and any(string_continuation_rows(positions, s) for s in chain):
+            return None  # re-indenting would change a multi-line string's value
+        replacements = []
+        for sub, extra in selections:
+            value = atom_text(info, positions, sub.value)
+            text = value if extra is None else f"{value}.select({mask}.dim(), {info.text(positions, extra)})"
+            replacements.append((positions[sub].start, positions[sub].end, text))
+        assign = single_small_statement(sink)
+        acc = info.text(positions, assign.targets[0].target.value)
+        value = assign.value
+        cond = f"{mask}.reshape({mask}.shape + (1,) * ({acc}.dim() - {mask}.dim()))"
+        target_start = positions[assign.targets[0].target].start
+        replacements.append((target_start, positions[value].start, f"{acc}.copy_({torch}.where({cond}, "))
+        replacements.append((positions[value].end, positions[value].end, f", {acc}))"))
+        lines = [info.line(row) for row in range(first, last + 1)]
+        for start, end, text in sorted(replacements, key=lambda r: (r[0].line, r[0].column), reverse=True):
+            a, b = start.line - first, end.line - first
+            lines[a:b + 1] = (lines[a][:start.column] + text + lines[b][end.column:]).split("\n")
+        if guard is not None:
+            indent = info.indentation(first)
+            inner = info.indentation(positions[chain[0]].start.line)
+            head = [f"{indent}{c}" for _, c in comment_rows(positions, guard, CodePosition(first, 0), CodePosition(first + 1, 0))]
+            body = [indent + line[len(inner):] if line.startswith(inner) else line.strip() and line for line in lines[1:]]
+            lines = head + body
+        lines[0] = lines[0][len(info.indentation(first)):]
+        start_col = positions[first_node].start.column
+        edit = Edit(info.newline.join(lines), first, start_col + 1, last, len(info.line(last)) + 1)
+        return make_fix(
+            UNSAFE,
+            f"Run on every row and keep the result where `{mask}` is set (`{torch}.where`): one graph; the "
+            "rows keep their values only if each step treats rows independently (no dropout, batch "
+            "statistics or attention across rows), and the work runs on all rows",
+            list(import_edits) + [edit],
+        )
+
+    return guarded(code, generate)
+
+
+def _selection_mask(ctx: RuleContext, sub: cst.Subscript) -> Optional[str]:
+    """`v[m]` / `v[m, j]` with m a boolean tensor name: "m"."""
+    if not sub.slice or not isinstance(sub.slice[0].slice, cst.Index):
+        return None
+    index = sub.slice[0].slice.value
+    if not isinstance(index, cst.Name) or ctx.kind(index) != Kind.BOOL_TENSOR:
+        return None
+    return index.value
+
+
+def _plan(ctx, info, fn, body: list, mask: str, stmt, whole: bool):
+    """(chain statements, sink statement, [(selection, extra index or None)]) or None."""
+    at = 0
+    if stmt is not None:
+        at = next((i for i, s in enumerate(body) if s is stmt), None)
+        if at is None:
+            return None
+    sink_at = next((i for i in range(at, len(body)) if _sink(body[i], mask) is not None), None)
+    if sink_at is None:
+        return None
+    sink = body[sink_at]
+    needed = _reads(single_small_statement(sink).value) - {mask}
+    start = sink_at
+    for i in range(sink_at - 1, -1, -1):
+        small = single_small_statement(body[i])
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value in needed):
+            break
+        needed |= _reads(small.value) - {mask}
+        start = i
+    chain = body[start:sink_at + 1]
+    if whole and (start != 0 or sink_at != len(body) - 1):
+        return None
+    if stmt is not None and not any(s is stmt for s in chain):
+        return None
+    bound = [single_small_statement(s).targets[0].target.value for s in chain[:-1]]
+    if mask in bound or len(set(bound)) != len(bound):
+        return None
+    acc = single_small_statement(sink).targets[0].target.value
+    if not pure(acc, ctx) or any(n.value in bound or n.value == mask for n in iter_nodes(acc) if isinstance(n, cst.Name)):
+        return None
+    # What the chain binds is read only by the chain (rows of the selection, not of the whole).
+    inside = {id(n) for s in chain for n in iter_nodes(s)}
+    for name in bound:
+        if any(id(n) not in inside for n in variable_reads(fn, name)):
+            return None
+    selections = []
+    for s in chain:
+        value = single_small_statement(s).value
+        found = _selections(ctx, info, fn, value, mask)
+        if found is None:
+            return None
+        selections.extend(found)
+    if not selections:
+        return None
+    # The sink's value must come from the selection (`acc[m] = 0.0` is DYN120's mask_guard).
+    sink_value = single_small_statement(sink).value
+    if not (_reads(sink_value) & set(bound)) and not any(_within(sub, sink_value) for sub, _ in selections):
+        return None
+    return chain, sink, selections
+
+
+def _sink(stmt, mask: str) -> Optional[cst.Assign]:
+    """`acc[m] = value` as a statement of its own."""
+    small = single_small_statement(stmt)
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+        return None
+    target = small.targets[0].target
+    if not (isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index)):
+        return None
+    index = target.slice[0].slice.value
+    if not (isinstance(index, cst.Name) and index.value == mask and isinstance(target.value, (cst.Name, cst.Attribute))):
+        return None
+    return small
+
+
+def _reads(expr: cst.CSTNode) -> set:
+    from dynalint.lint.variables import variable_names
+
+    return variable_names(expr)
+
+
+def _within(node: cst.CSTNode, root: cst.CSTNode) -> bool:
+    return any(n is node for n in iter_nodes(root))
+
+
+def _selections(ctx, info, fn, expr: cst.BaseExpression, mask: str):
+    """The mask selections in expr, each (subscript, second index or None); None where the mask is
+    used any other way or something else in expr has a data-dependent shape."""
+    out, allowed = [], set()
+    for n in iter_nodes(expr):
+        if isinstance(n, cst.Subscript) and n.slice and isinstance(n.slice[0].slice, cst.Index) \
+                and isinstance(n.slice[0].slice.value, cst.Name) and n.slice[0].slice.value.value == mask:
+            if len(n.slice) == 1:
+                out.append((n, None))
+            elif len(n.slice) == 2 and isinstance(n.slice[1].slice, cst.Index) and n.slice[1].slice.star is None \
+                    and n.slice[0].slice.star is None and _loop_index(info, n, n.slice[1].slice.value):
+                out.append((n, n.slice[1].slice.value))
+            else:
+                return None
+            allowed.add(id(n.slice[0].slice.value))
+            continue
+        if isinstance(n, cst.Subscript) and any(
+            isinstance(el.slice, cst.Index) and ctx.kind(el.slice.value) == Kind.BOOL_TENSOR for el in n.slice
+        ):
+            return None
+        if isinstance(n, cst.Call):
+            func = n.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
+            if name in _DATA_DEPENDENT or ctx.call_name(n) == "torch.where" and len(n.args) == 1:
+                return None
+    if any(isinstance(n, cst.Name) and n.value == mask and id(n) not in allowed
+           for n in iter_nodes(expr)):
+        return None
+    return out
+
+
+def _loop_index(info, node: cst.CSTNode, index: cst.BaseExpression) -> bool:
+    """A number, or the index variable of an enclosing `for i in range(...)` / `for i, _ in
+    enumerate(...)`: an int, which `select` takes."""
+    if isinstance(index, cst.Integer):
+        return True
+    if not isinstance(index, cst.Name):
+        return False
+    cur = info.parent(node)
+    while cur is not None and not isinstance(cur, cst.FunctionDef):
+        if isinstance(cur, cst.For) and isinstance(cur.iter, cst.Call) and isinstance(cur.iter.func, cst.Name):
+            kind = cur.iter.func.value
+            target = cur.target
+            if kind == "range" and isinstance(target, cst.Name) and target.value == index.value:
+                return True
+            if kind == "enumerate" and isinstance(target, cst.Tuple) and target.elements \
+                    and isinstance(target.elements[0].value, cst.Name) and target.elements[0].value.value == index.value:
+                return True
+        cur = info.parent(cur)
+    return False
