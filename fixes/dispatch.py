@@ -18,8 +18,12 @@ statements `name = E_i` whose names only the later statements of this run read (
 use of `m` in the chain is a selection `v[m]` (rewritten to `v`) or `v[m, j]` with `j` a number
 or the index variable of an enclosing `for` over `enumerate()` / `range()` (rewritten to
 `v.select(m.dim(), j)`, which picks the same values for every row); nothing else in the chain
-selects by a mask or calls a data-dependent-shape operator. An `if` that only tests `m` for
-emptiness (`m.any()`, `torch.any(m)`, `m.sum() > 0`) and holds just the chain is dropped.
+selects by a mask or calls a data-dependent-shape operator. Operators that work along a
+dimension (`sum`, `softmax`, `cumsum`, `cat`, `unsqueeze`...) are accepted with a negative literal
+dimension only (the same trailing axis on the selected rows and on all rows; `dim=0` would sum
+over the selection itself); layout operators (`view`, `reshape`, `transpose`...) and reading the
+row count (`.shape`, `len()`) refuse the fix. An `if` that only tests `m` for emptiness
+(`m.any()`, `torch.any(m)`, `m.sum() > 0`) and holds just the chain is dropped.
 
 Unsafe: the rows get the same values only if every step treats rows independently (linear
 layers, activations: an MLP expert or adapter); a step that mixes rows (batch-norm statistics in
@@ -237,10 +241,58 @@ def _selections(ctx, info, fn, expr: cst.BaseExpression, mask: str):
             name = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
             if name in _DATA_DEPENDENT or ctx.call_name(n) == "torch.where" and len(n.args) == 1:
                 return None
+            if not _rowwise(ctx, n):
+                return None
+        if isinstance(n, cst.Attribute) and n.attr.value in ("shape", "T", "mT", "ndim") \
+                or isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "len":
+            return None  # the selection's row count (or layout) read as a value
     if any(isinstance(n, cst.Name) and n.value == mask and id(n) not in allowed
            for n in iter_nodes(expr)):
         return None
     return out
+
+
+# Operators that combine or lay out values along a dimension: on the selected rows (k, ...) a
+# leading or positive dimension means another axis than on all rows (B, T, ...). A negative
+# literal dimension names the same trailing axis in both, so only that form is accepted.
+_ALONG_DIM = frozenset(
+    """sum mean max min amax amin std var norm prod cumsum cumprod sort argsort topk softmax
+    log_softmax logsumexp argmax argmin any all median mode cat concat concatenate stack squeeze
+    unsqueeze flatten unflatten split chunk unbind narrow select flip roll movedim""".split()
+)
+# Operators whose arguments are a whole shape or axis order: refused (`x[m].view(-1, h, d)`).
+_LAYOUT = frozenset("view reshape transpose permute expand expand_as repeat t swapaxes swapdims index_select gather scatter".split())
+
+
+def _rowwise(ctx, call: cst.Call) -> bool:
+    """Does the call act the same on the selected rows and on all rows, as far as its arguments
+    tell? Unknown calls (modules, activations) are taken to work row by row (the fix says so)."""
+    func = call.func
+    q = ctx.call_name(call) or ""
+    if isinstance(func, cst.Attribute) and not q.startswith("torch."):
+        op, method = func.attr.value, True
+    elif q.startswith("torch.") and q.count(".") == 1:
+        op, method = q.split(".", 1)[1], False
+    else:
+        return True
+    if op in _LAYOUT:
+        return False
+    if op not in _ALONG_DIM:
+        return True
+    dims = [a.value for a in call.args if a.keyword is not None and a.keyword.value in ("dim", "axis")]
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if not dims:
+        # Method: `v.sum(-1)`; function: `torch.sum(v, -1)`, `torch.cat([a, b], -1)`.
+        at = 0 if method else 1
+        if op in ("topk", "split", "chunk", "narrow", "select", "roll"):
+            at += 1  # the size, count or index comes first
+        dims = positional[at:at + 1]
+    return bool(dims) and all(_negative_literal(d) for d in dims)
+
+
+def _negative_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+        and isinstance(node.expression, cst.Integer)
 
 
 def _loop_index(info, node: cst.CSTNode, index: cst.BaseExpression) -> bool:

@@ -3112,12 +3112,12 @@ def test_rows_routed_by_a_mask_and_written_back_through_it_become_dense_dispatch
     assert fix.applicability == "unsafe" and "independently" in fix.message
     result = _dispatch("""
         picked = x[mask]
-        adapted = expert(picked)
+        adapted = expert(picked).softmax(dim=-1)
         out[mask] = adapted.to(out.dtype)
 
         out = out * 1
     """)
-    assert "picked = x\n" in result.text and "adapted = expert(picked)\n" in result.text, result.text
+    assert "picked = x\n" in result.text and "adapted = expert(picked).softmax(dim=-1)\n" in result.text, result.text
     assert "out.copy_(torch.where(mask.reshape(mask.shape + (1,) * (out.dim() - mask.dim())), adapted.to(out.dtype), out))" \
         in result.text, result.text
 
@@ -3132,6 +3132,11 @@ def test_rows_routed_by_a_mask_and_written_back_through_it_become_dense_dispatch
         ("out[mask] = expert(x[mask][x[mask] > 0])", "another data-dependent selection"),
         ("out[mask] = expert(probs)", "nothing selected by the mask"),
         ("rows = x[mask]\nout[mask] = expert(rows)\nrows = rows.nonzero()", "rebinding read outside"),
+        ("out[mask] = x[mask] / x[mask].sum()", "a reduction over the selected rows"),
+        ("out[mask] = expert(x[mask]).softmax(0)", "a positive dimension: another axis on all rows"),
+        ("out[mask] = torch.cumsum(expert(x[mask]), dim=0)", "a running sum over the selected rows"),
+        ("out[mask] = expert(x[mask].view(-1, 4)).flatten()", "a layout of the selected rows"),
+        ("out[mask] = expert(x[mask]) * len(x[mask])", "the row count"),
     ],
 )
 def test_mask_dispatch_is_not_offered_where_rows_escape_or_the_mask_does_more(body, why):
