@@ -158,6 +158,19 @@ def musicgen_model(hidden: int = 64, layers: int = 2, seq: int = 64, batch: int 
     return MusicgenModel(cfg), {"input_ids": _ids(batch * codebooks, seq, 2048)}
 
 
+def xmod_model(hidden: int = 64, layers: int = 2, seq: int = 64, batch: int = 4, languages: int = 2):
+    """X-MOD with several languages in one batch: each layer routes every sequence through its
+    language's adapter by a boolean mask (`hidden_states[lang_mask]`), dropout off."""
+    import torch
+    from transformers import XmodConfig, XmodModel
+
+    cfg = XmodConfig(vocab_size=1024, hidden_size=hidden, num_hidden_layers=layers,
+                     num_attention_heads=max(1, hidden // 64), intermediate_size=4 * hidden,
+                     languages=[f"lang_{i}" for i in range(languages)], hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0, max_position_embeddings=seq + 8)
+    return XmodModel(cfg), {"input_ids": _ids(batch, seq, 1024), "lang_ids": torch.arange(batch) % languages}
+
+
 # --------------------------------------------------------------------------------------------
 # Cases
 
@@ -219,6 +232,9 @@ REAL_BLENDERBOT = {"model_type": "blenderbot", "seq": 128, "batch": 8, "d_model"
 # MusicGen small's width, half its depth, with its default LayerDrop of 0 (the safe fix decides the
 # draw's branch from the probability).
 REAL_MUSICGEN = {"hidden": 1024, "layers": 12, "seq": 256, "batch": 4, "codebooks": 4}
+# XLM-R base width, 4 languages mixed in a batch: dense dispatch runs all 4 adapters (each a
+# quarter of a feed-forward block) on every sequence.
+REAL_XMOD = {"hidden": 768, "layers": 12, "seq": 512, "batch": 8, "languages": 4}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
 LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
@@ -251,6 +267,9 @@ CASES = [
     Case("blenderbot (layerdrop 0.1, train, unsafe fixes)", f"{THIS}::hf_model",
          {"target_args": REAL_BLENDERBOT, "train": True, "unsafe_fixes": True}),
     Case("musicgen (train)", f"{THIS}::musicgen_model", {"target_args": REAL_MUSICGEN, "train": True}),
+    Case("xmod (4 languages, unsafe fixes)", f"{THIS}::xmod_model", {"target_args": REAL_XMOD, "unsafe_fixes": True}),
+    Case("xmod (4 languages, train, unsafe fixes)", f"{THIS}::xmod_model",
+         {"target_args": REAL_XMOD, "train": True, "unsafe_fixes": True}),
     Case("m2m_100 mid (layerdrop 0.05, train, unsafe fixes)", f"{THIS}::m2m100_model",
          {"target_args": MID_M2M100, "train": True, "unsafe_fixes": True}),
     Case("sequencer2d_s (timm, try settings)", f"{THIS}::timm_model", {"target_args": REAL_SEQUENCER, "try_settings": True}),
