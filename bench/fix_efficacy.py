@@ -369,11 +369,14 @@ def _torch_version() -> str:
 CAPTURE_SETTINGS = {**max(DYNAMO_SETTINGS, key=len), **RNN_SETTING}
 
 
-def _compiled_match(run: dict) -> bool:
+def _compiled_match(run: dict, before: dict | None = None) -> bool:
     """The compiled outputs equal the compiled original's (eval mode: the eager original's if that
-    is all that was kept)."""
+    is all that was kept); a mode whose original differs from call to call is not compared."""
+    def comparable(m):
+        return before is None or before["modes"].get(m, {}).get("reproducible", True)
+
     return all(run["modes"][m].get("compiled_match", True) for m in MODES
-               if m == "eval" or run["modes"][m].get("compiled_reference") == "compiled")
+               if m == "eval" or run["modes"][m].get("compiled_reference") == "compiled" and comparable(m))
 
 
 def try_setting(name: str, suite: str, entry: dict, key: str, overrides: dict, store: Path, sites_after: int) -> dict:
@@ -387,8 +390,8 @@ def try_setting(name: str, suite: str, entry: dict, key: str, overrides: dict, s
     if run.get("error"):
         return {"error": run["error"]}
     sites = len(sites_of(run))
-    return {"after": break_count(run), "sites_after": sites, "match": _compiled_match(run),
-            "helps": sites < sites_after and _compiled_match(run)}
+    match = _compiled_match(run, entry.get("before"))
+    return {"after": break_count(run), "sites_after": sites, "match": match, "helps": sites < sites_after and match}
 
 
 def run_suite(names, suite: str, cache: dict, store: Path, log, settings: bool = False) -> list[dict]:

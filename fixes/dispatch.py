@@ -179,7 +179,7 @@ def _plan(ctx, info, fn, body: list, mask: str, stmt, whole: bool):
     selections = []
     for s in chain:
         value = single_small_statement(s).value
-        found = _selections(ctx, info, fn, value, mask)
+        found = _selections(ctx, info, fn, value, mask, set(bound))
         if found is None:
             return None
         selections.extend(found)
@@ -216,11 +216,23 @@ def _within(node: cst.CSTNode, root: cst.CSTNode) -> bool:
     return any(n is node for n in iter_nodes(root))
 
 
-def _selections(ctx, info, fn, expr: cst.BaseExpression, mask: str):
+def _selections(ctx, info, fn, expr: cst.BaseExpression, mask: str, chain_names: set):
     """The mask selections in expr, each (subscript, second index or None); None where the mask is
-    used any other way or something else in expr has a data-dependent shape."""
+    used any other way, something else in expr has a data-dependent shape, selected values index
+    another tensor (`msg[argmax[mask]]`: the rows not selected may hold invalid indices), or a call
+    may mix rows."""
     out, allowed = [], set()
     for n in iter_nodes(expr):
+        if isinstance(n, cst.SubscriptElement) and any(
+            _is_selection(m, mask) or isinstance(m, cst.Name) and m.value in chain_names for m in iter_nodes(n)
+        ):
+            return None
+        if isinstance(n, cst.Call) and not _callee_rowwise(ctx, info, fn, n):
+            return None
+        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.MatrixMultiply) and any(
+            _is_selection(m, mask) or isinstance(m, cst.Name) and m.value in chain_names for m in iter_nodes(n.right)
+        ):
+            return None  # `a[m] @ b[m].T` pairs the selected rows with each other
         if isinstance(n, cst.Subscript) and n.slice and isinstance(n.slice[0].slice, cst.Index) \
                 and isinstance(n.slice[0].slice.value, cst.Name) and n.slice[0].slice.value.value == mask:
             if len(n.slice) == 1:
@@ -271,8 +283,8 @@ def _rowwise(ctx, call: cst.Call) -> bool:
     q = ctx.call_name(call) or ""
     if isinstance(func, cst.Attribute) and not q.startswith("torch."):
         op, method = func.attr.value, True
-    elif q.startswith("torch.") and q.count(".") == 1:
-        op, method = q.split(".", 1)[1], False
+    elif q.startswith("torch."):
+        op, method = q.rsplit(".", 1)[1], False
     else:
         return True
     if op in _LAYOUT:
@@ -293,6 +305,68 @@ def _rowwise(ctx, call: cst.Call) -> bool:
 def _negative_literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
         and isinstance(node.expression, cst.Integer)
+
+
+def _is_selection(node: cst.CSTNode, mask: str) -> bool:
+    return isinstance(node, cst.Subscript) and bool(node.slice) and isinstance(node.slice[0].slice, cst.Index) \
+        and isinstance(node.slice[0].slice.value, cst.Name) and node.slice[0].slice.value.value == mask
+
+
+# torch functions that relate rows to each other by their values or positions.
+_ACROSS_ROWS = frozenset(
+    """scatter scatter_add scatter_reduce index_add index_copy index_fill index_put index_reduce take
+    take_along_dim bmm matmul mm einsum cdist tensordot kron outer inner dot vdot cross_entropy
+    nll_loss mse_loss l1_loss batch_norm instance_norm group_norm""".split()
+)
+
+
+def _callee_rowwise(ctx, info, fn, call: cst.Call) -> bool:
+    """May the call be taken to treat rows independently? A submodule (`self.proj(...)`,
+    `self.adapters[k](...)`, an element of `self.experts` taken by the loop), a tensor method or a
+    torch function whose dimensions allow it; not a plain function, whose grouping of rows is
+    unknown (PyG's `softmax(src, index)` normalises over rows sharing an index)."""
+    func = call.func
+    q = ctx.call_name(call) or ""
+    if q.startswith("torch."):
+        return q.rsplit(".", 1)[1] not in _ACROSS_ROWS and _rowwise(ctx, call)
+    if isinstance(func, cst.Attribute):
+        owner = func.value
+        if isinstance(owner, cst.Name) and owner.value == "self":
+            return func.attr.value not in _class_methods(info, fn)  # a submodule, not a method
+        return func.attr.value not in _ACROSS_ROWS and _rowwise(ctx, call)
+    if isinstance(func, cst.Subscript):
+        return isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name) \
+            and func.value.value.value == "self"
+    if isinstance(func, cst.Name):
+        return _module_loop_target(info, call, func.value)
+    return False
+
+
+def _class_methods(info, fn) -> set:
+    cls = info.parent(fn)
+    while cls is not None and not isinstance(cls, cst.ClassDef):
+        cls = info.parent(cls)
+    if cls is None:
+        return set()
+    return {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+
+
+def _module_loop_target(info, node: cst.CSTNode, name: str) -> bool:
+    """`name` is bound by an enclosing `for` over `self.<attr>` (also through `enumerate()` /
+    `zip()`): an element of a module list."""
+    cur = info.parent(node)
+    while cur is not None and not isinstance(cur, cst.FunctionDef):
+        if isinstance(cur, cst.For) and any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(cur.target)):
+            it = cur.iter
+            if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("enumerate", "zip"):
+                return any(_self_attr(a.value) for a in it.args)
+            return _self_attr(it)
+        cur = info.parent(cur)
+    return False
+
+
+def _self_attr(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
 
 
 def _loop_index(info, node: cst.CSTNode, index: cst.BaseExpression) -> bool:

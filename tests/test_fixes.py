@@ -3137,6 +3137,10 @@ def test_rows_routed_by_a_mask_and_written_back_through_it_become_dense_dispatch
         ("out[mask] = torch.cumsum(expert(x[mask]), dim=0)", "a running sum over the selected rows"),
         ("out[mask] = expert(x[mask].view(-1, 4)).flatten()", "a layout of the selected rows"),
         ("out[mask] = expert(x[mask]) * len(x[mask])", "the row count"),
+        ("out[mask] = softmax(x[mask], probs[mask])", "a plain function: rows may be grouped (PyG's softmax)"),
+        ("out[mask] = x[probs[mask]]", "selected values used as indices"),
+        ("out[mask] = expert(x[mask] @ x[mask].T)", "selected rows paired with each other"),
+        ("out[mask] = torch.nn.functional.softmax(expert(x[mask]), dim=0)", "softmax over the selected rows"),
     ],
 )
 def test_mask_dispatch_is_not_offered_where_rows_escape_or_the_mask_does_more(body, why):

@@ -481,7 +481,7 @@ class UntraceableCall(Rule):
                         self.seed = torch.cuda.default_generators[i].seed()  # expect: DYN105
                     return x * 2
             """,
-            why="needs a CUDA device; the CPU generator's `torch.default_generator.seed()` was probed: \"torch.Generator method\"",
+            why="needs a CUDA device: probed on an H100 with torch 2.11 (\"Unsupported method call\"); the CPU generator's `torch.default_generator.seed()` breaks on 2.13 and 2.14.1 (\"torch.Generator method\")",
         ),
     )
     invalid = invalid + (

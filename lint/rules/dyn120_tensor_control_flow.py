@@ -156,7 +156,8 @@ EXIT_MESSAGES = {
 }
 NUMPY_MESSAGE = (
     "{what} on a NumPy value breaks the graph: Dynamo traces NumPy as tensors; compute it with Python "
-    "numbers (`math.lcm`, `math.sqrt`, `round`) or outside the compiled region"
+    "numbers (`math.lcm`, `round`), draw random numbers with `torch.rand` and select with "
+    "`torch.where`, or do it outside the compiled region"
 )
 WHILE_MESSAGE = (
     "`while` on a tensor value breaks the graph: run a fixed number of iterations and carry a `done` "
