@@ -2971,10 +2971,14 @@ MASK_GUARD = """
     """
 
 
+def _fixed_in_template(template: str, body: str, indent: int):
+    """Fix `template` with `body` (dedented, then indented to `indent` columns) in its `{body}`."""
+    body = textwrap.indent(textwrap.dedent(body).strip("\n"), " " * indent).lstrip(" ")
+    return fixed(textwrap.dedent(template).lstrip("\n").format(body=body))
+
+
 def _mask_guard(body: str):
-    template = textwrap.dedent(MASK_GUARD).lstrip("\n")
-    body = textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8).lstrip(" ")
-    return fixed(template.format(body=body))
+    return _fixed_in_template(MASK_GUARD, body, 8)
 
 
 def test_an_emptiness_test_around_updates_through_its_mask_is_dropped():
@@ -3094,9 +3098,7 @@ DISPATCH = """
 
 
 def _dispatch(body: str):
-    template = textwrap.dedent(DISPATCH).lstrip("\n")
-    body = textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 12).lstrip(" ")
-    return fixed(template.format(body=body))
+    return _fixed_in_template(DISPATCH, body, 12)
 
 
 def test_rows_routed_by_a_mask_and_written_back_through_it_become_dense_dispatch():
