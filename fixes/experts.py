@@ -32,6 +32,11 @@ torch.where(m)` in the loop body; the token indices `b` used only to gather rows
 `v` the product of some value and such a weight (through a name assigned once in the loop, and
 `.to(...)`); the loop over `h.nonzero()` (a name read only by the loop) or over `range(...)`.
 
+The where may sit alone in a `with torch.no_grad():` (DBRX). Where the routing mask has a class
+past the last expert (`one_hot(idx, num_classes=n + 1)`), the dense loop visits that class too,
+so the loop must skip it (`if e == n: continue`, as mistral4 and dots1 do); without that skip the
+fix is refused (DBRX: its experts indexed with the extra class would fail).
+
 Unsafe: it is the same sum only if the expert handles each token on its own (row-wise layers,
 as MLP experts are) and its output is finite for tokens not routed to it (0 * inf is nan); it
 does the work of every expert on every token (top-k of n experts: n / k times the expert
@@ -78,7 +83,7 @@ def expert_loop_fix(ctx: RuleContext, node: cst.CSTNode, code: str = "DYN130"):
     if loop is None:
         return None
     plan = _plan(ctx, loop)
-    if plan is None:
+    if plan is None or _unguarded_extra_class(fn, loop):
         return None
     if hit is not None and not _loop_variable_used_as_index_only(loop):
         return None
@@ -189,14 +194,52 @@ def _nonzero_assignment(ctx: RuleContext, fn: cst.FunctionDef, name: str):
 
 
 def _enclosing_loop(info, call: cst.Call) -> Optional[cst.For]:
-    """The `for` whose body holds `a, b = <call>` as a statement of its own."""
+    """The `for` whose body holds `a, b = <call>` as a statement of its own (or as the only
+    statement of a `with torch.no_grad():` there, as DBRX writes it)."""
     assign = info.parent(call)
     line = info.parent(assign) if isinstance(assign, cst.Assign) else None
     block = info.parent(line) if isinstance(line, cst.SimpleStatementLine) else None
     loop = info.parent(block) if isinstance(block, cst.IndentedBlock) else None
+    if isinstance(loop, cst.With) and _no_grad_only(loop):
+        block = info.parent(loop)
+        loop = info.parent(block) if isinstance(block, cst.IndentedBlock) else None
     if isinstance(loop, cst.For) and loop.orelse is None and loop.asynchronous is None:
         return loop
     return None
+
+
+def _unguarded_extra_class(fn: cst.FunctionDef, loop: cst.For) -> bool:
+    """`one_hot(idx, num_classes=n + 1)` (a class past the last expert, for tokens routed nowhere)
+    with no `if e == n: continue` in the loop: the dense loop visits every class, and indexing
+    the experts with the extra one fails where the original never reached it (DBRX)."""
+    extras = [
+        cst.Module([]).code_for_node(arg.value.left)
+        for node in iter_nodes(fn)
+        if isinstance(node, cst.Call) and isinstance(node.func, (cst.Attribute, cst.Name))
+        and (node.func.attr.value if isinstance(node.func, cst.Attribute) else node.func.value) == "one_hot"
+        for arg in node.args
+        if arg.keyword is not None and arg.keyword.value == "num_classes" and isinstance(arg.value, cst.BinaryOperation)
+        and isinstance(arg.value.operator, cst.Add) and isinstance(arg.value.right, cst.Integer) and arg.value.right.value == "1"
+    ]
+    if not extras:
+        return False
+    for stmt in loop.body.body:
+        if isinstance(stmt, cst.If) and stmt.orelse is None and len(stmt.body.body) == 1 \
+                and isinstance(single_small_statement(stmt.body.body[0]), cst.Continue) \
+                and isinstance(stmt.test, cst.Comparison) and len(stmt.test.comparisons) == 1 \
+                and isinstance(stmt.test.comparisons[0].operator, cst.Equal):
+            sides = {cst.Module([]).code_for_node(stmt.test.left), cst.Module([]).code_for_node(stmt.test.comparisons[0].comparator)}
+            if any(e in sides for e in extras):
+                return False
+    return True
+
+
+def _no_grad_only(stmt: cst.CSTNode) -> bool:
+    """`with torch.no_grad():` around one statement: gradients do not matter to a boolean mask."""
+    if not (isinstance(stmt, cst.With) and isinstance(stmt.body, cst.IndentedBlock) and len(stmt.body.body) == 1):
+        return False
+    return len(stmt.items) == 1 and stmt.items[0].asname is None and \
+        cst.Module([]).code_for_node(stmt.items[0].item) in ("torch.no_grad()", "no_grad()")
 
 
 def _static_iterable(ctx: RuleContext, node: cst.BaseExpression) -> bool:
@@ -342,7 +385,8 @@ def _plan(ctx: RuleContext, loop: cst.For) -> Optional[dict]:
     if not isinstance(loop.body, cst.IndentedBlock):
         return None
     statements = list(loop.body.body)
-    found = [(i, w) for i, s in enumerate(statements) if (w := _where_statement(ctx, s)) is not None]
+    found = [(i, w) for i, s in enumerate(statements)
+             if (w := _where_statement(ctx, s.body.body[0] if _no_grad_only(s) else s)) is not None]
     if len(found) != 1:
         return None
     where_index, where = found[0]
@@ -367,7 +411,7 @@ def _plan(ctx: RuleContext, loop: cst.For) -> Optional[dict]:
     for node in iter_nodes(loop.body):
         if isinstance(node, cst.Name) and node.value in (slots, tokens) and id(node) not in ok and id(node) not in where_targets:
             return None
-    if any(s is not where[0] and _binds(s, (slots, tokens)) for s in statements):
+    if any(s is not where[0] and i != where_index and _binds(s, (slots, tokens)) for i, s in enumerate(statements)):
         return None
     if not any(kind.startswith("weight") for _, kind in gathers):
         return None

@@ -2084,6 +2084,31 @@ def test_expert_loop_that_is_not_row_dispatch_gets_no_dense_fix(body):
     assert "einsum" not in result.text and "range(hit" not in result.text, result.text
 
 
+def test_expert_loop_with_the_routing_under_no_grad_becomes_dense_dispatch():
+    # DBRX-style: `with torch.no_grad():` around the one-argument where.
+    source = _expert_loop("""
+y = self.experts[e[0]](x[tok]) * weights[tok, slot, None]
+out.index_add_(0, tok, y)
+""").replace("            slot, tok = torch.where(mask[e].squeeze(0))\n",
+             "            with torch.no_grad():\n                slot, tok = torch.where(mask[e].squeeze(0))\n")
+    result = fix_source(source, "m.py", ALL, unsafe=True)
+    assert "with torch.no_grad():\n                routing_mask = mask[e].squeeze(0) != 0\n" in result.text, result.text
+    assert "out.add_(y)" in result.text and "range(hit.shape[0])" in result.text, result.text
+
+
+def test_expert_loop_over_a_class_past_the_last_expert_needs_its_skip():
+    # one_hot(..., num_classes=n + 1): the extra class is never routed to an expert; the dense loop
+    # visits it, so `if e == n: continue` must be there (mistral4) or the fix is refused (DBRX).
+    body = "y = self.experts[e](x[tok]) * weights[tok, slot, None]\nout.index_add_(0, tok, y)"
+    source = _expert_loop(body).replace("one_hot(chosen, 3)", "one_hot(chosen, num_classes=self.n + 1)") \
+        .replace("        for e in hit:\n", "        for e in hit:\n            e = e[0]\n")
+    result = fix_source(source, "m.py", ALL, unsafe=True)
+    assert "range(hit" not in result.text, result.text
+    guarded = source.replace("            e = e[0]\n", "            e = e[0]\n            if e == self.n:\n                continue\n")
+    result = fix_source(guarded, "m.py", ALL, unsafe=True)
+    assert "range(hit.shape[0])" in result.text and "if e == self.n:" in result.text, result.text
+
+
 def _range_init(chain: str) -> str:
     return range_observer(chain)
 
