@@ -85,7 +85,9 @@ def expert_loop_fix(ctx: RuleContext, node: cst.CSTNode, code: str = "DYN130"):
     plan = _plan(ctx, loop)
     if plan is None or _unguarded_extra_class(fn, loop):
         return None
-    if hit is not None and not _loop_variable_used_as_index_only(loop):
+    # `for v in hit: e = int(v.item())` (LongCat-Flash): the loop runs over `range(n)` as `e`.
+    as_int = _int_of_loop_variable(loop) if hit is not None else None
+    if hit is not None and as_int is None and not _loop_variable_used_as_index_only(loop):
         return None
     used = variable_names(fn)
     mask_name = next((n for n in ("routing_mask", "expert_routing_mask", "dense_routing_mask") if n not in used), None)
@@ -99,7 +101,14 @@ def expert_loop_fix(ctx: RuleContext, node: cst.CSTNode, code: str = "DYN130"):
             assign, call = hit
             edits.append(replace_node(positions, call, atom_text(info, positions, _nonzero_source(call))))
             name = loop.iter.value
-            edits.append(replace_node(positions, loop.iter, f"[[e] for e in range({name}.shape[0])]"))
+            if as_int is not None:
+                first, int_name = as_int
+                edits.append(replace_node(positions, loop.target, int_name))
+                edits.append(replace_node(positions, loop.iter, f"range({name}.shape[0])"))
+                rng = positions[first]
+                edits.append(delete_lines(rng.start.line, rng.end.line))
+            else:
+                edits.append(replace_node(positions, loop.iter, f"[[e] for e in range({name}.shape[0])]"))
         where_stmt, (slots, tokens), mask = plan["where"]
         target = where_stmt.body[0].targets[0].target
         edits.append(replace_node(positions, target, mask_name))
@@ -137,15 +146,23 @@ def expert_loop_fix(ctx: RuleContext, node: cst.CSTNode, code: str = "DYN130"):
 
 
 def _is_nonzero(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    if not isinstance(node, cst.Call) or node.args and ctx.call_name(node) != "torch.nonzero":
+    """`h.nonzero()` / `torch.nonzero(h)`, also with `as_tuple=False` (the default: rows)."""
+    if not isinstance(node, cst.Call):
         return False
+    args = [a for a in node.args if not _as_tuple_false(a)]
     if ctx.call_name(node) == "torch.nonzero":
-        return len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star
-    return isinstance(node.func, cst.Attribute) and node.func.attr.value == "nonzero" and not node.args
+        return len(args) == 1 and args[0].keyword is None and not args[0].star
+    return isinstance(node.func, cst.Attribute) and node.func.attr.value == "nonzero" and not args
+
+
+def _as_tuple_false(arg: cst.Arg) -> bool:
+    return arg.keyword is not None and arg.keyword.value == "as_tuple" and isinstance(arg.value, cst.Name) \
+        and arg.value.value == "False"
 
 
 def _nonzero_source(call: cst.Call) -> cst.BaseExpression:
-    return call.args[0].value if call.args else call.func.value
+    args = [a for a in call.args if not _as_tuple_false(a)]
+    return args[0].value if args else call.func.value
 
 
 def _hit_assignment(info, call: cst.Call) -> Optional[tuple[cst.Assign, cst.Call]]:
@@ -276,6 +293,25 @@ def _loop_variable_used_as_index_only(loop: cst.For) -> bool:
 
 def _is_zero(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Integer) and node.value == "0"
+
+
+def _int_of_loop_variable(loop: cst.For):
+    """(first statement, name) where the body starts with `name = int(v.item())`, `name =
+    v.item()` or `name = int(v)` for the loop variable v (a row of `nonzero()`), read nowhere
+    else: over `range(n)` the loop gives that int itself."""
+    if not isinstance(loop.target, cst.Name) or not isinstance(loop.body, cst.IndentedBlock) or not loop.body.body:
+        return None
+    var, first = loop.target.value, loop.body.body[0]
+    assign = single_small_statement(first)
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)):
+        return None
+    text = cst.Module([]).code_for_node(assign.value).replace(" ", "")
+    if text not in (f"int({var}.item())", f"{var}.item()", f"int({var})", f"int({var}[0])"):
+        return None
+    name = assign.targets[0].target.value
+    if name == var or any(isinstance(n, cst.Name) and n.value == var for s in loop.body.body[1:] for n in iter_nodes(s)):
+        return None
+    return first, name
 
 
 def _is_first_element(stmt: cst.CSTNode, var: str) -> bool:

@@ -308,6 +308,53 @@ class DynamicShapeOp(Rule):
             class M(nn.Module):
                 def __init__(self):
                     super().__init__()
+                    self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+                def forward(self, x):
+                    # LongCat-Flash: the expert's number taken out of each row of nonzero()
+                    weights, chosen = x[:, :3].softmax(-1).topk(2, dim=-1)
+                    mask = nn.functional.one_hot(chosen, num_classes=3).permute(2, 1, 0)
+                    out = torch.zeros_like(x)
+                    hit = torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero(as_tuple=False)  # expect: DYN130
+                    for row in hit:  # expect: DYN202
+                        e = int(row.item())  # expect: DYN110
+                        slot, tok = torch.where(mask[e])  # expect: DYN130
+                        y = self.experts[e](x[tok]) * weights[tok, slot, None]
+                        out.index_add_(0, tok, y)
+                    return out
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(6, 4),)",
+            fixed="""
+                import torch
+                from torch import nn
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+                    def forward(self, x):
+                        # LongCat-Flash: the expert's number taken out of each row of nonzero()
+                        weights, chosen = x[:, :3].softmax(-1).topk(2, dim=-1)
+                        mask = nn.functional.one_hot(chosen, num_classes=3).permute(2, 1, 0)
+                        out = torch.zeros_like(x)
+                        hit = torch.greater(mask.sum(dim=(-1, -2)), 0)  # expect: DYN130
+                        for e in range(hit.shape[0]):  # expect: DYN202
+                            routing_mask = mask[e] != 0  # expect: DYN130
+                            y = self.experts[e](x) * torch.einsum("tk...,kt->t...", weights, routing_mask.to(weights.dtype))[:, None]
+                            out.add_(y)
+                        return out
+            """,
+        ),
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
                     self.adapters = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
 
                 def forward(self, hidden, lang_ids: torch.Tensor):
