@@ -369,14 +369,17 @@ def _torch_version() -> str:
 CAPTURE_SETTINGS = {**max(DYNAMO_SETTINGS, key=len), **RNN_SETTING}
 
 
+def _reproducible(before: dict | None, mode: str) -> bool:
+    """Two eager calls of the original gave equal outputs in that mode (Reformer's train mode
+    reseeds from `torch.seed()`: they differ, and nothing can be compared with it)."""
+    return before is None or before["modes"].get(mode, {}).get("reproducible", True)
+
+
 def _compiled_match(run: dict, before: dict | None = None) -> bool:
     """The compiled outputs equal the compiled original's (eval mode: the eager original's if that
     is all that was kept); a mode whose original differs from call to call is not compared."""
-    def comparable(m):
-        return before is None or before["modes"].get(m, {}).get("reproducible", True)
-
     return all(run["modes"][m].get("compiled_match", True) for m in MODES
-               if m == "eval" or run["modes"][m].get("compiled_reference") == "compiled" and comparable(m))
+               if m == "eval" or run["modes"][m].get("compiled_reference") == "compiled" and _reproducible(before, m))
 
 
 def try_setting(name: str, suite: str, entry: dict, key: str, overrides: dict, store: Path, sites_after: int) -> dict:
@@ -466,8 +469,11 @@ def run_suite(names, suite: str, cache: dict, store: Path, log, settings: bool =
             # Equal with dropout off, different with it on: only dropout's draws differ (eager).
             row["dropout_draws_differ"] = bool(
                 not train.get("outputs_match", True) and train.get("outputs_match_without_dropout")
-                and before["modes"].get("train", {}).get("reproducible", True))
-            checks = [(after["modes"][m].get("outputs_match", True) or not before["modes"][m].get("reproducible", True)
+                and _reproducible(before, "train"))
+            # An original whose outputs differ from call to call cannot be compared in that mode
+            # (eager or compiled): the table says so.
+            row["not_reproducible"] = [m for m in MODES if not _reproducible(before, m)]
+            checks = [(after["modes"][m].get("outputs_match", True) or m in row["not_reproducible"]
                        or (m == "train" and row["dropout_draws_differ"]),
                        after["modes"][m].get("mismatch"))
                       for m in MODES]
@@ -476,10 +482,7 @@ def run_suite(names, suite: str, cache: dict, store: Path, log, settings: bool =
             checks += [(after["modes"][m].get("compiled_match", True) or after["modes"][m].get("compiled_matches_eager", False),
                         after["modes"][m].get("compiled_mismatch"))
                        for m in MODES if m == "eval" or after["modes"][m].get("compiled_reference") == "compiled"
-                       and not row["dropout_draws_differ"] and before["modes"][m].get("reproducible", True)]
-            # An original whose outputs differ from call to call (Reformer reseeds from `torch.seed()`
-            # in train mode) cannot be compared in that mode: the table says so.
-            row["not_reproducible"] = [m for m in MODES if not before["modes"].get(m, {}).get("reproducible", True)]
+                       and not row["dropout_draws_differ"] and m not in row["not_reproducible"]]
             row["compiled_matches_eager"] = [m for m in MODES if not after["modes"][m].get("compiled_match", True)
                                              and after["modes"][m].get("compiled_matches_eager")]
             row["unchecked"] = [f"compiled {m} (only the eager original was kept)" for m in MODES

@@ -38,17 +38,16 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import CodePosition
 
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.kinds import Kind
 from dynalint.lint.rule import RuleContext
-from dynalint.lint.variables import variable_reads
+from dynalint.lint.variables import variable_names, variable_reads
 
-from .base import atom_text, comment_rows, guarded, make_fix, single_small_statement, source_info
+from .base import atom_text, guarded, make_fix, single_small_statement, source_info
 from .imports import torch_reference
-from .mask_guard import _tested_mask
+from .mask_guard import _tested_mask, unwrapped_if
 from .purity import pure
 from .statements import string_continuation_rows
 
@@ -112,12 +111,9 @@ def dispatch_fix(ctx: RuleContext, node: cst.CSTNode, code: str = "DYN130"):
             a, b = start.line - first, end.line - first
             lines[a:b + 1] = (lines[a][:start.column] + text + lines[b][end.column:]).split("\n")
         if guard is not None:
-            indent = info.indentation(first)
-            inner = info.indentation(positions[chain[0]].start.line)
-            head = [f"{indent}{c}" for _, c in comment_rows(positions, guard, CodePosition(first, 0), CodePosition(first + 1, 0))]
-            body = [indent + line[len(inner):] if line.startswith(inner) else line.strip() and line for line in lines[1:]]
-            lines = head + body
-        lines[0] = lines[0][len(info.indentation(first)):]
+            lines = unwrapped_if(info, positions, guard, lines)
+        else:
+            lines[0] = lines[0][len(info.indentation(first)):]
         start_col = positions[first_node].start.column
         edit = Edit(info.newline.join(lines), first, start_col + 1, last, len(info.line(last)) + 1)
         return make_fix(
@@ -152,14 +148,14 @@ def _plan(ctx, info, fn, body: list, mask: str, stmt, whole: bool):
     if sink_at is None:
         return None
     sink = body[sink_at]
-    needed = _reads(single_small_statement(sink).value) - {mask}
+    needed = variable_names(single_small_statement(sink).value) - {mask}
     start = sink_at
     for i in range(sink_at - 1, -1, -1):
         small = single_small_statement(body[i])
         if not (isinstance(small, cst.Assign) and len(small.targets) == 1
                 and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value in needed):
             break
-        needed |= _reads(small.value) - {mask}
+        needed |= variable_names(small.value) - {mask}
         start = i
     chain = body[start:sink_at + 1]
     if whole and (start != 0 or sink_at != len(body) - 1):
@@ -188,7 +184,7 @@ def _plan(ctx, info, fn, body: list, mask: str, stmt, whole: bool):
         return None
     # The sink's value must come from the selection (`acc[m] = 0.0` is DYN120's mask_guard).
     sink_value = single_small_statement(sink).value
-    if not (_reads(sink_value) & set(bound)) and not any(_within(sub, sink_value) for sub, _ in selections):
+    if not (variable_names(sink_value) & set(bound)) and not any(_within(sub, sink_value) for sub, _ in selections):
         return None
     return chain, sink, selections
 
@@ -205,12 +201,6 @@ def _sink(stmt, mask: str) -> Optional[cst.Assign]:
     if not (isinstance(index, cst.Name) and index.value == mask and isinstance(target.value, (cst.Name, cst.Attribute))):
         return None
     return small
-
-
-def _reads(expr: cst.CSTNode) -> set:
-    from dynalint.lint.variables import variable_names
-
-    return variable_names(expr)
 
 
 def _within(node: cst.CSTNode, root: cst.CSTNode) -> bool:
@@ -234,8 +224,7 @@ def _selections(ctx, info, fn, expr: cst.BaseExpression, mask: str, chain_names:
             _is_selection(m, mask) or isinstance(m, cst.Name) and m.value in chain_names for m in iter_nodes(n.right)
         ):
             return None  # `a[m] @ b[m].T` pairs the selected rows with each other
-        if isinstance(n, cst.Subscript) and n.slice and isinstance(n.slice[0].slice, cst.Index) \
-                and isinstance(n.slice[0].slice.value, cst.Name) and n.slice[0].slice.value.value == mask:
+        if _is_selection(n, mask):
             if len(n.slice) == 1:
                 out.append((n, None))
             elif len(n.slice) == 2 and isinstance(n.slice[1].slice, cst.Index) and n.slice[1].slice.star is None \
@@ -336,8 +325,7 @@ def _callee_rowwise(ctx, info, fn, call: cst.Call) -> bool:
             return func.attr.value not in _class_methods(info, fn)  # a submodule, not a method
         return func.attr.value not in _ACROSS_ROWS and _rowwise(ctx, call)
     if isinstance(func, cst.Subscript):
-        return isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name) \
-            and func.value.value.value == "self"
+        return _self_attr(func.value)
     if isinstance(func, cst.Name):
         return _module_loop_target(info, call, func.value)
     return False
@@ -355,15 +343,22 @@ def _class_methods(info, fn) -> set:
 def _module_loop_target(info, node: cst.CSTNode, name: str) -> bool:
     """`name` is bound by an enclosing `for` over `self.<attr>` (also through `enumerate()` /
     `zip()`): an element of a module list."""
-    cur = info.parent(node)
-    while cur is not None and not isinstance(cur, cst.FunctionDef):
-        if isinstance(cur, cst.For) and any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(cur.target)):
-            it = cur.iter
+    for loop in _enclosing_loops(info, node):
+        if any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(loop.target)):
+            it = loop.iter
             if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("enumerate", "zip"):
                 return any(_self_attr(a.value) for a in it.args)
             return _self_attr(it)
-        cur = info.parent(cur)
     return False
+
+
+def _enclosing_loops(info, node: cst.CSTNode):
+    """The `for` statements around node within its function, innermost first."""
+    cur = info.parent(node)
+    while cur is not None and not isinstance(cur, cst.FunctionDef):
+        if isinstance(cur, cst.For):
+            yield cur
+        cur = info.parent(cur)
 
 
 def _self_attr(node: cst.CSTNode) -> bool:
@@ -377,15 +372,13 @@ def _loop_index(info, node: cst.CSTNode, index: cst.BaseExpression) -> bool:
         return True
     if not isinstance(index, cst.Name):
         return False
-    cur = info.parent(node)
-    while cur is not None and not isinstance(cur, cst.FunctionDef):
-        if isinstance(cur, cst.For) and isinstance(cur.iter, cst.Call) and isinstance(cur.iter.func, cst.Name):
-            kind = cur.iter.func.value
-            target = cur.target
+    for loop in _enclosing_loops(info, node):
+        if isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name):
+            kind = loop.iter.func.value
+            target = loop.target
             if kind == "range" and isinstance(target, cst.Name) and target.value == index.value:
                 return True
             if kind == "enumerate" and isinstance(target, cst.Tuple) and target.elements \
                     and isinstance(target.elements[0].value, cst.Name) and target.elements[0].value.value == index.value:
                 return True
-        cur = info.parent(cur)
     return False

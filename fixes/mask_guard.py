@@ -56,16 +56,7 @@ def mask_guard_fix(ctx: RuleContext, test: cst.BaseExpression, code: str = "DYN1
             return None  # re-indenting would change a multi-line string's value
         rng = positions[stmt]
         first, last = rng.start.line, rng.end.line
-        indent = info.indentation(first)
-        inner = info.indentation(positions[stmt.body.body[0]].start.line)
-        # The `if` line's own comment stays, on a line of its own above the body.
-        head = [f"{indent}{c}" for _, c in comment_rows(positions, stmt, CodePosition(first, 0), CodePosition(first + 1, 0))]
-        body = []
-        for row in range(first + 1, last + 1):
-            text = info.line(row)
-            body.append(indent + text[len(inner):] if text.startswith(inner) else text.strip() and text)
-        new = head + body
-        new[0] = new[0][len(indent):]
+        new = unwrapped_if(info, positions, stmt, [info.line(row) for row in range(first, last + 1)])
         return make_fix(
             UNSAFE,
             f"Drop the test: each update through `{mask}` changes nothing when it is empty (one graph; the "
@@ -74,6 +65,20 @@ def mask_guard_fix(ctx: RuleContext, test: cst.BaseExpression, code: str = "DYN1
         )
 
     return guarded(code, generate)
+
+
+def unwrapped_if(info, positions, stmt: cst.If, lines: list[str]) -> list[str]:
+    """The rows of `stmt` (`lines`, from its `if` row to its last, possibly edited already) without
+    the `if` line: its own comment stays on a line of its own, the body is dedented to the `if`'s
+    level, and the first row loses its indentation (the edit starts at the `if`'s column)."""
+    first = positions[stmt].start.line
+    indent = info.indentation(first)
+    inner = info.indentation(positions[stmt.body.body[0]].start.line)
+    head = [f"{indent}{c}" for _, c in comment_rows(positions, stmt, CodePosition(first, 0), CodePosition(first + 1, 0))]
+    body = [indent + line[len(inner):] if line.startswith(inner) else line.strip() and line for line in lines[1:]]
+    new = head + body
+    new[0] = new[0][len(indent):]
+    return new
 
 
 def _tested_mask(ctx: RuleContext, test: cst.BaseExpression) -> Optional[str]:
