@@ -171,6 +171,22 @@ def xmod_model(hidden: int = 64, layers: int = 2, seq: int = 64, batch: int = 4,
     return XmodModel(cfg), {"input_ids": _ids(batch, seq, 1024), "lang_ids": torch.arange(batch) % languages}
 
 
+def wav2vec2_model(hidden: int = 64, layers: int = 2, seconds: float = 1.0, batch: int = 2,
+                   mask_time_prob: float = 0.05, layerdrop: float = 0.1):
+    """wav2vec2 from raw audio (16 kHz), its default SpecAugment and LayerDrop, dropout off: in
+    train mode its feature encoder flags the audio as needing gradients (for reentrant
+    checkpointing) and SpecAugment plans its masks with NumPy."""
+    import torch
+    from transformers import Wav2Vec2Config, Wav2Vec2Model
+
+    cfg = Wav2Vec2Config(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=max(1, hidden // 64),
+                         intermediate_size=4 * hidden, hidden_dropout=0.0, attention_dropout=0.0,
+                         activation_dropout=0.0, feat_proj_dropout=0.0, final_dropout=0.0,
+                         mask_time_prob=mask_time_prob, layerdrop=layerdrop)
+    g = torch.Generator().manual_seed(0)
+    return Wav2Vec2Model(cfg), {"input_values": torch.randn(batch, int(16000 * seconds), generator=g)}
+
+
 # --------------------------------------------------------------------------------------------
 # Cases
 
@@ -235,6 +251,9 @@ REAL_MUSICGEN = {"hidden": 1024, "layers": 12, "seq": 256, "batch": 4, "codebook
 # XLM-R base width, 4 languages mixed in a batch: dense dispatch runs all 4 adapters (each a
 # quarter of a feed-forward block) on every sequence.
 REAL_XMOD = {"hidden": 768, "layers": 12, "seq": 512, "batch": 8, "languages": 4}
+# wav2vec2 base's width and depth, 4 s of audio, batch 8, its default SpecAugment (0.05) and
+# LayerDrop (0.1).
+REAL_WAV2VEC2 = {"hidden": 768, "layers": 12, "seconds": 4.0, "batch": 8}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
 LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
@@ -270,6 +289,10 @@ CASES = [
     Case("xmod (4 languages, unsafe fixes)", f"{THIS}::xmod_model", {"target_args": REAL_XMOD, "unsafe_fixes": True}),
     Case("xmod (4 languages, train, unsafe fixes)", f"{THIS}::xmod_model",
          {"target_args": REAL_XMOD, "train": True, "unsafe_fixes": True}),
+    Case("wav2vec2 (train, unsafe fixes)", f"{THIS}::wav2vec2_model",
+         {"target_args": REAL_WAV2VEC2, "train": True, "unsafe_fixes": True}),
+    Case("wav2vec2 (no layerdrop, train, unsafe fixes)", f"{THIS}::wav2vec2_model",
+         {"target_args": {**REAL_WAV2VEC2, "layerdrop": 0.0}, "train": True, "unsafe_fixes": True}),
     Case("m2m_100 mid (layerdrop 0.05, train, unsafe fixes)", f"{THIS}::m2m100_model",
          {"target_args": MID_M2M100, "train": True, "unsafe_fixes": True}),
     Case("sequencer2d_s (timm, try settings)", f"{THIS}::timm_model", {"target_args": REAL_SEQUENCER, "try_settings": True}),

@@ -38,7 +38,7 @@ def guard_fix(ctx: RuleContext, call: cst.Call, code: str):
     if not isinstance(info.parent(stmt), cst.IndentedBlock):
         return None
     info.registry.setdefault(REGISTRY, {}).setdefault(id(stmt), set()).add(code)
-    return guarded(code, lambda positions, module: _guard(info, positions, stmt))
+    return guarded(code, lambda positions, module: guard_statements(info, positions, stmt))
 
 
 def _is_call_statement(stmt: Optional[cst.CSTNode], call: cst.Call) -> bool:
@@ -50,8 +50,8 @@ def _is_call_statement(stmt: Optional[cst.CSTNode], call: cst.Call) -> bool:
     )
 
 
-def _needs_guard(info: SourceInfo, stmt: cst.CSTNode, positions) -> bool:
-    codes = info.registry.get(REGISTRY, {}).get(id(stmt))
+def _needs_guard(info: SourceInfo, stmt: cst.CSTNode, positions, registry: str = REGISTRY) -> bool:
+    codes = info.registry.get(registry, {}).get(id(stmt))
     if not codes:
         return False
     m = NOQA.search(info.line(positions[stmt].start.line))
@@ -68,15 +68,15 @@ def _has_blank_leading_line(stmt: cst.SimpleStatementLine) -> bool:
     return any(line.comment is None for line in stmt.leading_lines)
 
 
-def _run_around(info: SourceInfo, positions, stmt: cst.CSTNode) -> list[cst.CSTNode]:
+def _run_around(info: SourceInfo, positions, stmt: cst.CSTNode, registry: str = REGISTRY) -> list[cst.CSTNode]:
     """The adjacent statements of stmt's block that also need the guard (a blank line ends a run)."""
     body = list(info.parent(stmt).body)
     i = next(k for k, s in enumerate(body) if s is stmt)
     start = i
-    while start > 0 and not _has_blank_leading_line(body[start]) and _needs_guard(info, body[start - 1], positions):
+    while start > 0 and not _has_blank_leading_line(body[start]) and _needs_guard(info, body[start - 1], positions, registry):
         start -= 1
     end = i
-    while end + 1 < len(body) and not _has_blank_leading_line(body[end + 1]) and _needs_guard(info, body[end + 1], positions):
+    while end + 1 < len(body) and not _has_blank_leading_line(body[end + 1]) and _needs_guard(info, body[end + 1], positions, registry):
         end += 1
     return body[start : end + 1]
 
@@ -96,7 +96,7 @@ def is_compiling_guard(node: cst.CSTNode) -> bool:
     return last in IS_COMPILING_LAST_NAMES
 
 
-def _is_compiling_call(info: SourceInfo, positions, stmt: cst.CSTNode, indent: str) -> Optional[tuple[str, str, list, str]]:
+def is_compiling_call(info: SourceInfo, positions, stmt: cst.CSTNode, indent: str) -> Optional[tuple[str, str, list, str]]:
     """(test, lines to write before the guard, edits elsewhere, applicability): the file's own is-compiling helper when it imports one
     (transformers' `is_torchdynamo_compiling()`, which also works on old torch), else
     `torch.compiler.is_compiling()`. A file that binds no `torch` at module level may be one
@@ -145,8 +145,10 @@ def _names(info: SourceInfo, node: cst.CSTNode, pattern: re.Pattern) -> bool:
     return pattern.search(info.module.code_for_node(node)) is not None
 
 
-def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):
-    run = _run_around(info, positions, stmt)
+def guard_statements(info: SourceInfo, positions, stmt: cst.CSTNode, registry: str = REGISTRY, unsafe_why: str = ""):
+    """The guard of stmt and the statements around it registered under `registry`; `unsafe_why`
+    makes the fix unsafe and says why in its message."""
+    run = _run_around(info, positions, stmt, registry)
     first, last = run[0], run[-1]
     row, end_row = positions[first].start.line, positions[last].end.line
     indent = info.indentation(row)
@@ -168,7 +170,7 @@ def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):
     applicability = SAFE
     if unit is None:
         unit = info.indent_unit
-        call = _is_compiling_call(info, positions, stmt, indent)
+        call = is_compiling_call(info, positions, stmt, indent)
         if call is None:
             return None
         test, local_import, import_edits, applicability = call
@@ -177,6 +179,8 @@ def _guard(info: SourceInfo, positions, stmt: cst.CSTNode):
         message = f"Guard with `if not {test}:`"
         if local_import:
             message += " (importing torch inside the function: the file does not import it)"
+    if unsafe_why:
+        applicability, message = UNSAFE, f"{message} ({unsafe_why})"
     for r in range(row, end_row + 1):
         if r in skip or not info.line(r).strip():
             continue

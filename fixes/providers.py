@@ -24,6 +24,7 @@ from .layer_drop import layer_drop_fix
 from .masking import mask_fix, mask_update_fix
 from .module_to import module_to_fix
 from .numpy_math import numpy_math_fix
+from .requires_grad import requires_grad_fix
 from .scalar import item_fix
 from .scalar_math import python_math_fix
 from .select_chain import chain_select_fix
@@ -50,6 +51,7 @@ PROVIDERS = {
     "experts": expert_loop_fix,  # DYN130
     "dispatch": dispatch_fix,  # DYN130, DYN120
     "mask_update": mask_update_fix,  # DYN130
+    "requires_grad": requires_grad_fix,  # DYN140
     "duplicate_input": duplicate_input_fix,  # DYN141
     "buffer_local": buffer_local_fix,  # DYN142
     "module_to": module_to_fix,  # DYN203

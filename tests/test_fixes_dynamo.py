@@ -523,3 +523,41 @@ def test_split_helper_keeps_eval_traced_and_breaks_less_in_train(tmp_path):
             numpy.random.seed(0)
             outputs.append(model(x))
         torch.testing.assert_close(outputs[1], outputs[0])
+
+
+@pytest.mark.torch
+def test_checkpoint_flag_skipped_while_compiling_gives_the_same_gradients_as_one_graph(tmp_path):
+    # Reentrant checkpointing computes the checkpointed layer's gradients only when an input needs
+    # them (hence wav2vec2's `hidden_states.requires_grad = True`); Dynamo traces the checkpoint as
+    # one operator, which does not need that input: the fixed model compiles whole with the same
+    # gradients as the original eager.
+    import torch
+    import torch._dynamo
+
+    source = (
+        "import torch\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "class M(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv = torch.nn.Conv1d(1, 4, 3)\n"
+        "        self.proj = torch.nn.Linear(14, 2)\n"
+        "    def forward(self, x):\n"
+        "        h = x[:, None]\n"
+        "        if self.training:\n"
+        "            h.requires_grad = True\n"
+        "        return self.proj(checkpoint(self.conv, h, use_reentrant=True))\n"
+    )
+    result = fix_source(source, "encoder.py", ALL, unsafe=True)
+    assert "if not torch.compiler.is_compiling():" in result.text and not result.remaining
+    grads = []
+    for text, compiled in ((source, False), (result.text, True)):
+        model = _build(_import_text(text, tmp_path), "M")
+        x = torch.randn(3, 16)
+        torch._dynamo.reset()
+        run = torch.compile(model, backend="aot_eager", fullgraph=True) if compiled else model
+        run(x).sum().backward()
+        grads.append((model.conv.weight.grad, model.conv.bias.grad, model.proj.weight.grad))
+    for fixed, original in zip(grads[1], grads[0]):
+        assert fixed is not None
+        torch.testing.assert_close(fixed, original)

@@ -7,8 +7,8 @@ torch factory calls given `requires_grad=` (anything but `False`) in a compile r
 ## Why it breaks the graph
 A new leaf that needs gradients cannot be created inside a traced graph: AOTAutograd would have
 to treat it as a graph input. Dynamo breaks ("Attempted to use `torch.nn.Parameter()`
-constructor with Dynamo", "setattr() on Tensor.requires_grad", "requires_grad_() intermediate
-leaked as output", and for `torch.zeros(..., requires_grad=True)` "Attempted to use tensor
+constructor with Dynamo", "setattr() on Tensor.requires_grad", "Unsupported Tensor.requires_grad_()
+call", "requires_grad_() intermediate leaked as output", and for `torch.zeros(..., requires_grad=True)` "Attempted to use tensor
 creation function with requires_grad=True"; probed on torch 2.13 and 2.14.1). Moving the flag
 into the factory call does not help: the factory form breaks too. Only a factory that is the
 first statement of the function goes unnoticed (Dynamo runs it before the graph starts) and is
@@ -26,13 +26,28 @@ Create parameters in `__init__` (`self.w = nn.Parameter(torch.ones(n))`) and use
 or create the tensor outside the compiled region and pass it in. A flag set only for gradient
 checkpointing (T5-style `position_bias.requires_grad = True`, so that reentrant checkpointing
 sees an input that needs gradients) can go with non-reentrant checkpointing
-(`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`), which does not need it. No
-autofix: no rewrite keeps the program and removes the break.
+(`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`), which does not need it.
+
+## Fix (unsafe)
+The flag is skipped while Dynamo traces: `t.requires_grad = True` goes under
+`if not torch.compiler.is_compiling():`, `.requires_grad_()` becomes
+`.requires_grad_(not torch.compiler.is_compiling())` and a factory's `requires_grad=flag` becomes
+`requires_grad=flag and not torch.compiler.is_compiling()` (the file's own
+`is_torchdynamo_compiling()` where it imports that). Eager runs are unchanged. Compiled, the
+tensor does not need gradients, so results computed from it need them only through their other
+inputs (parameters do). An input flagged for reentrant checkpointing is not needed under Dynamo,
+which traces `torch.utils.checkpoint.checkpoint` as one operator: the checkpointed layers'
+gradients are the same. Offered only where the flagged tensor stays inside the function: not a
+parameter, not returned or yielded as it is (a name bound again first, `h = layer(h)`, is fine),
+not stored, aliased or appended, not itself an alias of module state (`t = self.buf`), and where
+the function does no gradient work of its own (`grad(...)`, `.backward()`, `.grad`, an
+optimizer, `nn.Parameter`): an explainer's mask returned with `requires_grad=True` is there for
+its gradient. `nn.Parameter(...)` itself has no fix.
 """
 
 import libcst as cst
 
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 # torch factories that take `requires_grad=` (the `_like` ones too).
 FACTORIES = frozenset(
@@ -49,24 +64,32 @@ class RequiresGradInRegion(Rule):
     summary = "New `nn.Parameter` / tensor needing gradients created in compiled code"
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
     gb_types = (
+        ("GB0125", "Unsupported Tensor.requires_grad_() call"),
         ("GB0206", "setattr() on Tensor.requires_grad"),
         ("GB0225", "Attempted to use tensor creation function with requires_grad=True"),
         ("GB0264", "Attempted to use `torch.nn.Parameter()` constructor with Dynamo"),
         ("GB8985", "requires_grad_() intermediate leaked as output"),
     )
     node_types = (cst.Call, cst.Assign)
+    fixable = "unsafe"
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Assign:
             for t in node.targets:
                 tgt = t.target
-                if type(tgt) is cst.Attribute and tgt.attr.value == "requires_grad" and ctx.is_tensor(tgt.value):
+                if (
+                    type(tgt) is cst.Attribute
+                    and tgt.attr.value == "requires_grad"
+                    and ctx.is_tensor(tgt.value)
+                    and not _false_while_compiling(node.value, ctx)
+                ):
                     ctx.report(
                         self,
                         node,
                         "setting `.requires_grad` in compiled code breaks the graph (so does the factory's "
                         "`requires_grad=`); create the tensor outside the compiled region, or, for gradient "
                         "checkpointing, use `use_reentrant=False`, which needs no such input",
+                        fix=offer_fix("requires_grad", ctx, node, self.code),
                     )
             return
         q = ctx.call_name(node)
@@ -76,14 +99,20 @@ class RequiresGradInRegion(Rule):
             type(node.func) is cst.Attribute
             and node.func.attr.value == "requires_grad_"
             and ctx.is_tensor(node.func.value)
+            and not (node.args and _false_while_compiling(node.args[0].value, ctx))
         ):
-            ctx.report(self, node, "`.requires_grad_()` in compiled code breaks the graph; create parameters in `__init__`")
+            ctx.report(
+                self,
+                node,
+                "`.requires_grad_()` in compiled code breaks the graph; create parameters in `__init__`",
+                fix=offer_fix("requires_grad", ctx, node, self.code),
+            )
         elif (
             q is not None
             and q.count(".") == 1
             and q.startswith("torch.")
             and q[6:] in FACTORIES
-            and _requires_grad_given(node)
+            and _requires_grad_given(node, ctx)
             and not _first_statement(ctx)
         ):
             ctx.report(
@@ -91,6 +120,7 @@ class RequiresGradInRegion(Rule):
                 node,
                 "a tensor created with `requires_grad=` in compiled code breaks the graph; create it outside the "
                 "compiled region (or in `__init__` as a parameter) and pass it in",
+                fix=offer_fix("requires_grad", ctx, node, self.code),
             )
 
     invalid = (
@@ -117,6 +147,15 @@ class RequiresGradInRegion(Rule):
                 return y * w
             """,
             dynamo=BREAKS,
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x):
+                    y = x * 2
+                    w = torch.ones(4).requires_grad_(not torch.compiler.is_compiling())  # expect: DYN140
+                    return y * w
+            """,
         ),
         Example(
             """
@@ -129,6 +168,16 @@ class RequiresGradInRegion(Rule):
                 return y + 1
             """,
             dynamo=BREAKS,
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x):
+                    y = x[:, None] * 2
+                    if not torch.compiler.is_compiling():
+                        y.requires_grad = True  # expect: DYN140
+                    return y + 1
+            """,
         ),
         Example(
             """
@@ -146,9 +195,24 @@ class RequiresGradInRegion(Rule):
                 return h + bias
             """,
             dynamo=BREAKS,
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x, checkpointing=True):
+                    h = x * 2
+                    bias = torch.zeros(
+                        (1, x.shape[-1]),
+                        dtype=x.dtype,
+                    )
+                    if checkpointing:
+                        if not torch.compiler.is_compiling():
+                            bias.requires_grad = True  # expect: DYN140
+                    return h + bias
+            """,
         ),
         Example(
-            # The flag moved into the factory: still a break (GB0225), so no fix offers that.
+            # The flag moved into the factory: still a break (GB0225), so no fix moves it there.
             """
             import torch
 
@@ -159,6 +223,54 @@ class RequiresGradInRegion(Rule):
                 return h + bias
             """,
             dynamo=BREAKS,
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x, checkpointing=True):
+                    h = x * 2
+                    bias = torch.zeros((1, x.shape[-1]), dtype=x.dtype, requires_grad=bool(checkpointing) and not torch.compiler.is_compiling())  # expect: DYN140
+                    return h + bias
+            """,
+        ),
+        Example(
+            # Gradient checkpointing's input flag (wav2vec2-style): Dynamo traces the checkpoint
+            # as one operator, which computes the layer's gradients without it.
+            """
+            import torch
+            from torch import nn
+            from torch.utils.checkpoint import checkpoint
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv1d(1, 4, 3)
+
+                def forward(self, x):
+                    h = x[:, None]
+                    if self.training:
+                        h.requires_grad = True  # expect: DYN140
+                    return checkpoint(self.conv, h, use_reentrant=True)
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 16),)",
+            fixed="""
+                import torch
+                from torch import nn
+                from torch.utils.checkpoint import checkpoint
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.conv = nn.Conv1d(1, 4, 3)
+
+                    def forward(self, x):
+                        h = x[:, None]
+                        if self.training:
+                            if not torch.compiler.is_compiling():
+                                h.requires_grad = True  # expect: DYN140
+                        return checkpoint(self.conv, h, use_reentrant=True)
+            """,
         ),
     )
     valid = (
@@ -194,12 +306,17 @@ class RequiresGradInRegion(Rule):
     )
 
 
-def _requires_grad_given(call: cst.Call) -> bool:
-    """`requires_grad=` given and not the literal `False`."""
+def _requires_grad_given(call: cst.Call, ctx: RuleContext) -> bool:
+    """`requires_grad=` given and not False (nor False while Dynamo traces)."""
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "requires_grad":
-            return not (type(arg.value) is cst.Name and arg.value.value == "False")
+            return not _false_while_compiling(arg.value, ctx)
     return False
+
+
+def _false_while_compiling(value: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """The literal `False`, or a flag such as `flag and not torch.compiler.is_compiling()`."""
+    return (type(value) is cst.Name and value.value == "False") or ctx.static_truth(value) is False
 
 
 def _first_statement(ctx: RuleContext) -> bool:
