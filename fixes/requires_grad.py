@@ -70,8 +70,10 @@ def requires_grad_fix(ctx: RuleContext, node: cst.CSTNode, code: str = "DYN140")
             return None
         if name in params or not _kept_local(info, ctx.fn, name, node):
             return None
-        if type(receiver) is cst.Name and _alone(info, stmt, node):
-            return _guard(info, stmt, code)
+        if type(receiver) is cst.Name:
+            # `t.requires_grad_()` as a statement; in an expression (`a = t.requires_grad_()`)
+            # it returns t itself, under another name this function does not follow
+            return _guard(info, stmt, code) if _alone(info, stmt, node) else None
         if node.args and node.args[0].keyword is not None and node.args[0].keyword.value != "requires_grad":
             return None
         flag = node.args[0].value if node.args else None

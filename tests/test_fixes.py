@@ -1649,6 +1649,10 @@ def test_requires_grad_uses_the_files_own_is_compiling_helper():
         # returned as it is: the caller may want its gradient (an explainer's edge mask)
         "y = x * 2\n    return torch.ones(y.shape[0], requires_grad=True)",
         "y = x * 2\n    w = torch.ones(4).requires_grad_()\n    return y, w",
+        "y = x * 2\n    z = y.requires_grad_()\n    return z",  # returns y itself, as z
+        # turning the flag off: Dynamo breaks on the setattr whatever the value; skipping it
+        # would leave the tensor needing gradients
+        "y = x * 2\n    y.requires_grad = False\n    return y + 1",
         # a parameter (the caller's tensor), differentiated here with `grad` imported bare
         "x.requires_grad_(True)\n    y = (x * 2).sum()\n    return grad(y, [x])[0]",
     ],

@@ -77,12 +77,8 @@ class RequiresGradInRegion(Rule):
         if type(node) is cst.Assign:
             for t in node.targets:
                 tgt = t.target
-                if (
-                    type(tgt) is cst.Attribute
-                    and tgt.attr.value == "requires_grad"
-                    and ctx.is_tensor(tgt.value)
-                    and not _false_while_compiling(node.value, ctx)
-                ):
+                # Any value: Dynamo breaks on the setattr itself, `= False` too (probed).
+                if type(tgt) is cst.Attribute and tgt.attr.value == "requires_grad" and ctx.is_tensor(tgt.value):
                     ctx.report(
                         self,
                         node,
