@@ -17,7 +17,8 @@ computes the checkpointed layers' gradients, is not needed under Dynamo, which t
 checkpointed layer's gradients equal eager's with the flag). Offered where the flagged tensor stays inside the function (a local name or a value an operator
 or torch function takes; not a parameter, not returned, stored, aliased or an alias of module
 state) and the function does no gradient work of its own (`grad(...)`, `.backward()`, `.grad`,
-an optimizer, `nn.Parameter`); `nn.Parameter(...)` itself has no fix.
+an optimizer, `nn.Parameter`), nor does a function or method of the file it is given to;
+`nn.Parameter(...)` itself has no fix.
 """
 
 from __future__ import annotations
@@ -154,7 +155,11 @@ def _kept_local(info, fn: cst.CSTNode, name: Optional[str], flagged: cst.CSTNode
         return False
     uses = _NameUses(name, flagged)
     fn.visit(uses)
-    return not uses.kept and (not uses.returned or uses.rebound_after_flag)
+    if uses.kept or (uses.returned and not uses.rebound_after_flag):
+        return False
+    # A function of this file given the tensor that works with gradients (a gradient penalty
+    # split into a helper: `return self._penalty(x)` with `grad(out, x)` inside).
+    return not any(_needs_gradients(info.module.code_for_node(f)) for f in _callees(info, fn, uses.callees))
 
 
 _KEEPING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
@@ -166,6 +171,7 @@ class _NameUses(cst.CSTVisitor):
     def __init__(self, name: str, flagged: cst.CSTNode):
         self.name, self.flagged = name, flagged
         self.kept = self.returned = self.rebound_after_flag = self.after_flag = False
+        self.callees: set[tuple[bool, str]] = set()  # (called on self, name) of calls given the name
 
     def _is_name(self, node) -> bool:
         return type(node) is cst.Name and node.value == self.name
@@ -197,12 +203,31 @@ class _NameUses(cst.CSTVisitor):
             self.rebound_after_flag = True
         elif t in (cst.Return, cst.Yield) and node.value is not None and self._as_is(node.value):
             self.returned = True
-        elif t is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _KEEPING_METHODS:
-            if any(self._as_is(a.value) for a in node.args):
+        elif t is cst.Call and any(self._as_is(a.value) for a in node.args):
+            func = node.func
+            if type(func) is cst.Attribute and func.attr.value in _KEEPING_METHODS:
                 self.kept = True
+            elif type(func) is cst.Name:
+                self.callees.add((False, func.value))
+            elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+                self.callees.add((True, func.attr.value))
         elif t in (cst.Global, cst.Nonlocal) and any(n.name.value == self.name for n in node.names):
             self.kept = True
         return True
+
+
+def _callees(info, fn: cst.CSTNode, callees: set) -> list:
+    """The functions of this file those calls reach: `f(...)` a module-level function, `self.m(...)`
+    a method of fn's class."""
+    if not callees:
+        return []
+    module_level = {s.name.value: s for s in info.module.body if type(s) is cst.FunctionDef}
+    cls = info.parent(fn)
+    while cls is not None and type(cls) is not cst.ClassDef:
+        cls = info.parent(cls)
+    methods = {} if cls is None else {s.name.value: s for s in cls.body.body if type(s) is cst.FunctionDef}
+    found = [(methods if on_self else module_level).get(name) for on_self, name in callees]
+    return [f for f in found if f is not None and f is not fn]
 
 
 def _self_attribute(node: cst.Attribute) -> bool:

@@ -1664,6 +1664,31 @@ def test_requires_grad_whose_gradient_is_used_gets_no_fix(body):
     assert [f for f in result.remaining if f.code == "DYN140"]
 
 
+def test_requires_grad_for_a_gradient_taken_in_a_helper_gets_no_fix():
+    # WGAN-GP style: the interpolate needs gradients because a helper differentiates with
+    # respect to it.
+    code = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+        from torch.autograd import grad
+
+        class Critic(nn.Module):
+            def _penalty(self, x):
+                out = self.net(x).sum()
+                return grad(out, x, create_graph=True)[0].norm()
+
+            def forward(self, real, fake):
+                alpha = torch.rand(real.shape[0], 1)
+                mixed = alpha * real + (1 - alpha) * fake
+                mixed.requires_grad_(True)
+                return self._penalty(mixed)
+        """
+    ).lstrip("\n")
+    result = fix_source(code, "example.py", ALL, unsafe=True)
+    assert [f.row for f in result.remaining if f.code == "DYN140"] == [13]
+
+
 def test_requires_grad_of_module_state_gets_no_fix():
     code = textwrap.dedent(
         """

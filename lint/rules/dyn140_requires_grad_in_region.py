@@ -41,7 +41,7 @@ gradients are the same. Offered only where the flagged tensor stays inside the f
 parameter, not returned or yielded as it is (a name bound again first, `h = layer(h)`, is fine),
 not stored, aliased or appended, not itself an alias of module state (`t = self.buf`), and where
 the function does no gradient work of its own (`grad(...)`, `.backward()`, `.grad`, an
-optimizer, `nn.Parameter`): an explainer's mask returned with `requires_grad=True` is there for
+optimizer, `nn.Parameter`), nor a function or method of the file given the tensor: an explainer's mask returned with `requires_grad=True` is there for
 its gradient. `nn.Parameter(...)` itself has no fix.
 """
 
