@@ -39,10 +39,10 @@ inputs (parameters do). An input flagged for reentrant checkpointing is not need
 which traces `torch.utils.checkpoint.checkpoint` as one operator: the checkpointed layers'
 gradients are the same. Offered only where the flagged tensor stays inside the function: not a
 parameter, not returned or yielded as it is (a name bound again first, `h = layer(h)`, is fine),
-not stored, aliased or appended, not itself an alias of module state (`t = self.buf`), and where
-the function does no gradient work of its own (`grad(...)`, `.backward()`, `.grad`, an
-optimizer, `nn.Parameter`), nor a function or method of the file given the tensor: an explainer's mask returned with `requires_grad=True` is there for
-its gradient. `nn.Parameter(...)` itself has no fix.
+not stored, aliased or appended, not itself an alias of module state (`t = self.buf`), and
+neither the function nor a function or method of the file given the tensor does gradient work
+(`grad(...)`, `.backward()`, `.grad`, an optimizer, `nn.Parameter`): an explainer's mask returned
+with `requires_grad=True` is there for its gradient. `nn.Parameter(...)` itself has no fix.
 """
 
 import libcst as cst
