@@ -22,7 +22,10 @@ selects by a mask or calls a data-dependent-shape operator. Operators that work 
 dimension (`sum`, `softmax`, `cumsum`, `cat`, `unsqueeze`...) are accepted with a negative literal
 dimension only (the same trailing axis on the selected rows and on all rows; `dim=0` would sum
 over the selection itself); layout operators (`view`, `reshape`, `transpose`...) and reading the
-row count (`.shape`, `len()`) refuse the fix. An `if` that only tests `m` for emptiness
+row count (`.shape`, `len()`) refuse the fix. A submodule (`self.norm(...)`) is judged by the
+`torch.nn` class its `__init__` builds it from: `Linear`, `LayerNorm`, activations, a softmax along
+a negative dimension pass; `BatchNorm*`, attention, Transformer layers and RNNs refuse; any other
+is trusted unless its name is a dimension operator's. An `if` that only tests `m` for emptiness
 (`m.any()`, `torch.any(m)`, `m.sum() > 0`) and holds just the chain is dropped.
 
 Probed on torch 2.11, 2.13 and 2.14.1 (rule examples: the original breaks, the fixed code is one
@@ -243,7 +246,11 @@ def _selections(ctx, info, fn, expr: cst.BaseExpression, mask: str, chain_names:
             name = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
             if name in _DATA_DEPENDENT or ctx.call_name(n) == "torch.where" and len(n.args) == 1:
                 return None
-            if not _rowwise(ctx, n):
+            # A submodule whose torch.nn class treats rows one by one passes whatever its name
+            # (`self.norm = nn.LayerNorm(d)`); otherwise the name's dimension rules apply.
+            if not _rowwise(ctx, n) and not (
+                isinstance(func, cst.Attribute) and _self_attr(func) and _submodule_rows(ctx, info, fn, func.attr.value)
+            ):
                 return None
         if isinstance(n, cst.Attribute) and n.attr.value in ("shape", "T", "mT", "ndim") \
                 or isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "len":
@@ -322,13 +329,59 @@ def _callee_rowwise(ctx, info, fn, call: cst.Call) -> bool:
     if isinstance(func, cst.Attribute):
         owner = func.value
         if isinstance(owner, cst.Name) and owner.value == "self":
-            return func.attr.value not in _class_methods(info, fn)  # a submodule, not a method
+            # a submodule, not a method; one the class builds from a torch.nn class that mixes
+            # rows is refused (BatchNorm's batch statistics, attention, RNNs)
+            return func.attr.value not in _class_methods(info, fn) and _submodule_rows(ctx, info, fn, func.attr.value) is not False
         return func.attr.value not in _ACROSS_ROWS and _rowwise(ctx, call)
     if isinstance(func, cst.Subscript):
         return _self_attr(func.value)
     if isinstance(func, cst.Name):
         return _module_loop_target(info, call, func.value)
     return False
+
+
+# torch.nn modules that treat rows one by one, and those that relate rows to each other.
+_ROW_MODULES = frozenset(
+    """Linear Bilinear LayerNorm RMSNorm Identity Dropout GELU ReLU ReLU6 SiLU Mish Tanh Sigmoid
+    LeakyReLU ELU SELU CELU Softplus Softsign Hardswish Hardsigmoid Hardtanh GLU PReLU""".split()
+)
+_ACROSS_ROW_MODULES = frozenset(
+    """BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LazyBatchNorm1d LazyBatchNorm2d
+    LazyBatchNorm3d MultiheadAttention Transformer TransformerEncoder TransformerDecoder
+    TransformerEncoderLayer TransformerDecoderLayer LSTM GRU RNN""".split()
+)
+
+
+def _submodule_rows(ctx, info, fn, attr: str) -> Optional[bool]:
+    """Does `self.<attr>` treat rows one by one, as far as the `torch.nn` class its `__init__`
+    builds it from tells? True (a row-wise module; `nn.Softmax` along a negative dimension),
+    False (a module that mixes rows: batch statistics, attention, recurrence; a softmax along
+    a leading or positive one), None (built otherwise, or not found)."""
+    cls = info.parent(fn)
+    while cls is not None and not isinstance(cls, cst.ClassDef):
+        cls = info.parent(cls)
+    init = None if cls is None else next(
+        (s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None:
+        return None
+    values = [
+        n.value for n in iter_nodes(init) if isinstance(n, cst.Assign)
+        and any(isinstance(t.target, cst.Attribute) and _self_attr(t.target) and t.target.attr.value == attr for t in n.targets)
+    ]
+    if len(values) != 1 or not isinstance(values[0], cst.Call):
+        return None
+    q = ctx.qualname(values[0].func) or ""
+    if not q.startswith("torch.nn."):
+        return None
+    name = q.rsplit(".", 1)[1]
+    if name in ("Softmax", "LogSoftmax", "Softmin"):
+        dims = [a.value for a in values[0].args if a.keyword is None or a.keyword.value == "dim"]
+        return bool(dims) and _negative_literal(dims[0])
+    if name in _ROW_MODULES:
+        return True
+    if name in _ACROSS_ROW_MODULES:
+        return False
+    return None
 
 
 def _class_methods(info, fn) -> set:

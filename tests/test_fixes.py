@@ -3369,6 +3369,49 @@ def test_mask_dispatch_is_not_offered_where_rows_escape_or_the_mask_does_more(bo
     assert not any("Run on every row" in f.fix.message for f in result.fixed), (why, result.text)
 
 
+SUBMODULE_DISPATCH = """
+    import torch
+    from torch import nn
+
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+            self.norm = nn.LayerNorm(4)
+            self.softmax = nn.Softmax(dim=-1)
+            self.bn = nn.BatchNorm1d(4)
+            self.pool = nn.Softmax(dim=0)
+            self.attn = nn.MultiheadAttention(4, 1)
+
+        def forward(self, x, probs, out):
+            expert_id = probs.argmax(dim=-1)
+            for i, expert in enumerate(self.experts):
+                mask = expert_id == i
+                out[mask] = {call}
+            return out
+    """
+
+
+@pytest.mark.parametrize(
+    "call,offered",
+    [
+        # named like tensor ops along a dimension, but built as row-wise modules
+        ("self.norm(expert(x[mask]))", True),
+        ("self.softmax(expert(x[mask]))", True),
+        # modules that relate rows: batch statistics, a softmax over the selected rows, attention
+        ("self.bn(expert(x[mask]))", False),
+        ("self.pool(expert(x[mask]))", False),
+        ("self.attn(x[mask], x[mask], x[mask])[0]", False),
+    ],
+)
+def test_mask_dispatch_reads_what_a_submodule_is_built_from(call, offered):
+    code = textwrap.dedent(SUBMODULE_DISPATCH.format(call=call)).lstrip("\n")
+    result = fix_source(code, "example.py", ALL, unsafe=True)
+    dense = any("Run on every row" in f.fix.message for f in result.fixed)
+    assert dense is offered, result.text
+
+
 def test_an_emptiness_test_with_an_else_stays_around_the_dense_dispatch():
     result = _dispatch("if mask.any():\n    out[mask] = expert(x[mask])\nelse:\n    out = out + 1")
     assert "if mask.any():\n                out.copy_(torch.where(" in result.text, result.text
