@@ -1574,41 +1574,9 @@ def test_requires_grad_is_skipped_while_compiling_in_each_form():
     assert [f.code for f in result.remaining] == ["DYN140"]  # unsafe only
 
 
-def test_requires_grad_on_a_name_bound_again_before_it_is_returned_is_fixed():
-    # wav2vec2's feature encoder: the flagged input goes through the layers; what is returned
-    # is their output, not the flagged tensor.
-    assert_fixes(
-        """
-        import torch
-        from torch import nn
-
-        class Encoder(nn.Module):
-            def forward(self, x):
-                h = x[:, None]
-                if self.training:
-                    h.requires_grad = True
-                for layer in self.layers:
-                    h = layer(h)
-                return h
-        """,
-        """
-        import torch
-        from torch import nn
-
-        class Encoder(nn.Module):
-            def forward(self, x):
-                h = x[:, None]
-                if self.training:
-                    if not torch.compiler.is_compiling():
-                        h.requires_grad = True
-                for layer in self.layers:
-                    h = layer(h)
-                return h
-        """,
-    )
-
-
-def test_requires_grad_uses_the_files_own_is_compiling_helper():
+def test_requires_grad_of_a_name_bound_again_before_it_is_returned_uses_the_files_own_helper():
+    # wav2vec2's feature encoder: the flagged input goes through the layers, and what is
+    # returned is their output, not the flagged tensor. The guard is the file's own helper.
     assert_fixes(
         """
         import torch
@@ -1620,7 +1588,9 @@ def test_requires_grad_uses_the_files_own_is_compiling_helper():
                 h = x[:, None]
                 if self.training:
                     h.requires_grad = True
-                return h * 2
+                for layer in self.layers:
+                    h = layer(h)
+                return h
         """,
         """
         import torch
@@ -1633,7 +1603,9 @@ def test_requires_grad_uses_the_files_own_is_compiling_helper():
                 if self.training:
                     if not is_torchdynamo_compiling():
                         h.requires_grad = True
-                return h * 2
+                for layer in self.layers:
+                    h = layer(h)
+                return h
         """,
     )
 

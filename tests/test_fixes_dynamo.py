@@ -176,15 +176,28 @@ def test_cloned_duplicate_input_gives_the_same_gradients_compiled_as_one_graph(t
     )
     result = fix_source(source, "scale.py", ALL, unsafe=True)
     assert "Scale.apply(h, h.clone())" in result.text and not result.remaining
+    _assert_compiled_gradients_equal_eager(
+        source, result.text, tmp_path, lambda: torch.randn(3, 4, requires_grad=True), "eager",
+        lambda model, x: (x.grad, model.proj.weight.grad, model.proj.bias.grad),
+    )
+
+
+def _assert_compiled_gradients_equal_eager(source, fixed_text, tmp_path, make_input, backend, gradients):
+    """The original run eagerly and the fixed text compiled whole (`fullgraph=True`) give the
+    same gradients (`gradients(model, x)`) after `.sum().backward()`."""
+    import torch
+    import torch._dynamo
+
     grads = []
-    for text, compiled in ((source, False), (result.text, True)):
+    for text, compiled in ((source, False), (fixed_text, True)):
         model = _build(_import_text(text, tmp_path), "M")
-        x = torch.randn(3, 4, requires_grad=True)
+        x = make_input()
         torch._dynamo.reset()
-        run = torch.compile(model, backend="eager", fullgraph=True) if compiled else model
+        run = torch.compile(model, backend=backend, fullgraph=True) if compiled else model
         run(x).sum().backward()
-        grads.append((x.grad, model.proj.weight.grad, model.proj.bias.grad))
+        grads.append(gradients(model, x))
     for fixed, original in zip(grads[1], grads[0]):
+        assert fixed is not None
         torch.testing.assert_close(fixed, original)
 
 
@@ -550,14 +563,7 @@ def test_checkpoint_flag_skipped_while_compiling_gives_the_same_gradients_as_one
     )
     result = fix_source(source, "encoder.py", ALL, unsafe=True)
     assert "if not torch.compiler.is_compiling():" in result.text and not result.remaining
-    grads = []
-    for text, compiled in ((source, False), (result.text, True)):
-        model = _build(_import_text(text, tmp_path), "M")
-        x = torch.randn(3, 16)
-        torch._dynamo.reset()
-        run = torch.compile(model, backend="aot_eager", fullgraph=True) if compiled else model
-        run(x).sum().backward()
-        grads.append((model.conv.weight.grad, model.conv.bias.grad, model.proj.weight.grad))
-    for fixed, original in zip(grads[1], grads[0]):
-        assert fixed is not None
-        torch.testing.assert_close(fixed, original)
+    _assert_compiled_gradients_equal_eager(
+        source, result.text, tmp_path, lambda: torch.randn(3, 16), "aot_eager",
+        lambda model, x: (model.conv.weight.grad, model.conv.bias.grad, model.proj.weight.grad),
+    )
