@@ -98,6 +98,22 @@ def statement_of(info: SourceInfo, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     return cur
 
 
+def enclosing_class(info: SourceInfo, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+    """The innermost class around node, or None."""
+    cur = info.parent(node)
+    while cur is not None and not isinstance(cur, cst.ClassDef):
+        cur = info.parent(cur)
+    return cur
+
+
+def class_methods(info: SourceInfo, fn: cst.CSTNode) -> dict[str, cst.FunctionDef]:
+    """The methods of the class around fn, by name (empty outside a class)."""
+    cls = enclosing_class(info, fn)
+    if cls is None:
+        return {}
+    return {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+
+
 def comments_within(positions, root: cst.CSTNode, start, end, skip: Iterable[cst.CSTNode] = ()) -> list[str]:
     """Comment texts inside root between two positions, leaving out those inside `skip` subtrees."""
     return [text for _, text in comment_rows(positions, root, start, end, skip)]

@@ -48,7 +48,7 @@ from dynalint.lint.kinds import Kind
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import variable_names, variable_reads
 
-from .base import atom_text, guarded, make_fix, single_small_statement, source_info
+from .base import atom_text, class_methods, guarded, make_fix, single_small_statement, source_info
 from .imports import torch_reference
 from .mask_guard import _tested_mask, unwrapped_if
 from .purity import pure
@@ -331,7 +331,7 @@ def _callee_rowwise(ctx, info, fn, call: cst.Call) -> bool:
         if isinstance(owner, cst.Name) and owner.value == "self":
             # a submodule, not a method; one the class builds from a torch.nn class that mixes
             # rows is refused (BatchNorm's batch statistics, attention, RNNs)
-            return func.attr.value not in _class_methods(info, fn) and _submodule_rows(ctx, info, fn, func.attr.value) is not False
+            return func.attr.value not in class_methods(info, fn) and _submodule_rows(ctx, info, fn, func.attr.value) is not False
         return func.attr.value not in _ACROSS_ROWS and _rowwise(ctx, call)
     if isinstance(func, cst.Subscript):
         return _self_attr(func.value)
@@ -357,11 +357,7 @@ def _submodule_rows(ctx, info, fn, attr: str) -> Optional[bool]:
     builds it from tells? True (a row-wise module; `nn.Softmax` along a negative dimension),
     False (a module that mixes rows: batch statistics, attention, recurrence; a softmax along
     a leading or positive one), None (built otherwise, or not found)."""
-    cls = info.parent(fn)
-    while cls is not None and not isinstance(cls, cst.ClassDef):
-        cls = info.parent(cls)
-    init = None if cls is None else next(
-        (s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    init = class_methods(info, fn).get("__init__")
     if init is None:
         return None
     values = [
@@ -382,15 +378,6 @@ def _submodule_rows(ctx, info, fn, attr: str) -> Optional[bool]:
     if name in _ACROSS_ROW_MODULES:
         return False
     return None
-
-
-def _class_methods(info, fn) -> set:
-    cls = info.parent(fn)
-    while cls is not None and not isinstance(cls, cst.ClassDef):
-        cls = info.parent(cls)
-    if cls is None:
-        return set()
-    return {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
 
 
 def _module_loop_target(info, node: cst.CSTNode, name: str) -> bool:

@@ -29,9 +29,10 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
+from dynalint.lint.nodes import dotted, param_list
 from dynalint.lint.rule import RuleContext
 
-from .base import guarded, make_fix, replace_node, source_info
+from .base import class_methods, guarded, make_fix, replace_node, single_small_statement, source_info
 from .guard import guard_statements, is_compiling_call
 
 REGISTRY = "requires_grad"
@@ -98,9 +99,8 @@ def _needs_gradients(fn_text: str) -> bool:
 def _parameters(fn: cst.CSTNode) -> set[str]:
     """Parameter names of the function: a flag set on one changes the caller's tensor."""
     p = fn.params
-    every = [*p.posonly_params, *p.params, *p.kwonly_params]
-    every += [extra for extra in (p.star_arg, p.star_kwarg) if isinstance(extra, cst.Param)]
-    return {q.name.value for q in every}
+    extras = [extra for extra in (p.star_arg, p.star_kwarg) if isinstance(extra, cst.Param)]
+    return {q.name.value for q in [*param_list(p), *extras]}
 
 
 def _false(value: cst.BaseExpression) -> bool:
@@ -109,9 +109,7 @@ def _false(value: cst.BaseExpression) -> bool:
 
 def _alone(info, stmt, small: cst.CSTNode) -> bool:
     """The node is the whole statement of its line, in an indented block."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-        return False
-    only = stmt.body[0]
+    only = single_small_statement(stmt)
     if not (only is small or (type(only) is cst.Expr and only.value is small)):
         return False
     return isinstance(info.parent(stmt), cst.IndentedBlock)
@@ -197,7 +195,7 @@ class _NameUses(cst.CSTVisitor):
                 if self._is_name(target.target):
                     if self.after_flag:
                         self.rebound_after_flag = True
-                    elif type(node.value) is cst.Attribute and _self_attribute(node.value):
+                    elif (dotted(node.value) or "").startswith("self."):
                         self.kept = True  # an alias of module state
         elif t is cst.For and self._is_name(node.target) and self.after_flag:
             self.rebound_after_flag = True
@@ -222,18 +220,9 @@ def _callees(info, fn: cst.CSTNode, callees: set) -> list:
     if not callees:
         return []
     module_level = {s.name.value: s for s in info.module.body if type(s) is cst.FunctionDef}
-    cls = info.parent(fn)
-    while cls is not None and type(cls) is not cst.ClassDef:
-        cls = info.parent(cls)
-    methods = {} if cls is None else {s.name.value: s for s in cls.body.body if type(s) is cst.FunctionDef}
+    methods = class_methods(info, fn)
     found = [(methods if on_self else module_level).get(name) for on_self, name in callees]
     return [f for f in found if f is not None and f is not fn]
-
-
-def _self_attribute(node: cst.Attribute) -> bool:
-    while type(node) is cst.Attribute:
-        node = node.value
-    return type(node) is cst.Name and node.value == "self"
 
 
 def _guard(info, stmt, code: str):

@@ -193,12 +193,9 @@ def every_assignment(ctx: RuleContext, attr: str, judge) -> bool:
     """judge(value, enclosing function) holds for every plain assignment of `self.<attr>` in the
     class of the function being walked (and there is one); augmented or unpacking stores,
     annotations without a value and `setattr` make it unknown."""
-    from .base import source_info
+    from .base import enclosing_class, source_info
 
-    info = source_info(ctx.module, ctx.fn)
-    cls = info.parent(ctx.fn)
-    while cls is not None and not isinstance(cls, cst.ClassDef):
-        cls = info.parent(cls)
+    cls = enclosing_class(source_info(ctx.module, ctx.fn), ctx.fn)
     if cls is None:
         return False
     verdicts = []
