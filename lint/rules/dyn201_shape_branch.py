@@ -6,10 +6,15 @@ Finds `if` / `while` / conditional expressions that compare sizes taken from ten
 fixed per graph anyway and are not reported.
 
 ## Why it matters
-This does not break the graph: Dynamo guards on the comparison. But with dynamic shapes an
-equality specialises the size to one value, so every new size compiles a new graph (and after
-`recompile_limit` graphs, falls back to eager). Inequalities add a guard that recompiles when the
-outcome flips.
+This does not break the graph: Dynamo guards on the comparison, and a call where the comparison
+comes out the other way compiles another graph (an equality that holds also specialises the
+size to that value). Measured on torch 2.13 with sizes 4, 8, 16, 32, 64: `if x.size(1) > 6` costs
+one more graph than no branch; with `dynamic=True`, `== 4` or `> 6` two graphs where none would
+need one.
+
+Not reported, because they cost nothing: a comparison with 0 or 1 (Dynamo assumes a dynamic size
+is at least 2 and specialises sizes 0 and 1 anyway, so the test is decided without a guard), and
+an `if` whose body only raises (a program that runs never takes it, so the outcome never flips).
 
 ## Example
 ```python
@@ -33,11 +38,13 @@ from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
 class ShapeBranch(Rule):
     code = "DYN201"
     name = "shape-branch"
-    summary = "Branch on a tensor's size (recompiles per shape)"
+    summary = "Branch on a tensor's size (recompiles when it flips)"
     severity = "warning"
     node_types = (cst.If, cst.While, cst.IfExp)
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
+        if type(node) is cst.If and _only_raises(node.body):
+            return  # an input check: its outcome never flips in a program that runs
         tests = [node.test]
         while tests:
             t = tests.pop()
@@ -47,8 +54,9 @@ class ShapeBranch(Rule):
             if type(t) is cst.UnaryOperation:
                 tests.append(t.expression)
                 continue
-            if type(t) is cst.Comparison and ctx.kind(t) == "SB":
-                ctx.report(self, t, "branch on a tensor's size: Dynamo guards on it and recompiles for other sizes")
+            if type(t) is cst.Comparison and ctx.kind(t) == "SB" and not _against_zero_or_one(t):
+                ctx.report(self, t, "branch on a tensor's size: Dynamo guards on it, and calls where it "
+                           "comes out the other way compile another graph")
 
     invalid = (
         Example(
@@ -71,6 +79,32 @@ class ShapeBranch(Rule):
 
             @torch.compile
             def f(x):
+                if x.shape[0] == 1:
+                    return x * 2
+                return x - 1
+            """,
+            dynamo=NO_RECOMPILE,
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                if x.shape[1] != 4:
+                    raise ValueError("expected 4 features")
+                return x - 1
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="(torch.randn(3, 4),)",  # not 4 rows: duck shaping would give both sizes one symbol
+            inputs2="(torch.randn(8, 4),)",
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
                 if x.dim() == 2:
                     return x * 2
                 return x - 1
@@ -78,6 +112,24 @@ class ShapeBranch(Rule):
             dynamo=NO_RECOMPILE,
         ),
     )
+
+
+def _only_raises(body: cst.BaseSuite) -> bool:
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    return all(
+        isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        and all(type(small) is cst.Raise for small in line.body)
+        for line in lines
+    )
+
+
+def _against_zero_or_one(test: cst.Comparison) -> bool:
+    """`x.size(0) == 1`, `len(x) > 0`: decided by Dynamo's assumption that a dynamic size is at
+    least 2 (sizes 0 and 1 are specialised whatever the code does), so no guard is added."""
+    if len(test.comparisons) != 1:
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(type(side) is cst.Integer and side.value in ("0", "1") for side in sides)
 
 
 RULE = ShapeBranch
