@@ -41,6 +41,8 @@ class FileAnalyzer:
         self.tensor_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding tensors
         self.buffer_attrs: dict[str, set[str]] = {}  # class qualname -> attrs set to nn.Buffer(...)
         self.all_attrs: dict[str, set[str]] = {}  # class qualname -> attrs assigned in __init__
+        # class qualname -> attrs assigned a lambda or `functools.partial`: plain callables, not submodules
+        self.callable_attrs: dict[str, set[str]] = {}
         self.rnn_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding nn.LSTM/GRU/RNN
         self.lock_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding threading locks
         self.lock_names: set[str] = set()  # module-level names bound to threading locks
@@ -268,6 +270,11 @@ class FileAnalyzer:
                         attr = tgt.attr.value
                         all_attrs.add(attr)
                         if value is None:
+                            continue
+                        if type(value) is cst.Lambda or (
+                            type(value) is cst.Call and self.qualname(value.func) == "functools.partial"
+                        ):
+                            self.callable_attrs.setdefault(cls, set()).add(attr)
                             continue
                         q = self.qualname(value.func) if type(value) is cst.Call else None
                         if q is not None and (

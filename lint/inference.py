@@ -137,6 +137,12 @@ class KindInference:
         constants; anything not known to be a tensor or an array). Dynamo traces the result as a 0-d tensor (an `if` on it breaks), but
         `int()` / `float()` of it does not break (probed on torch 2.13); NumPy's integer
         reductions (`np.lcm`, `np.prod`, ...) are DYN106's."""
+        if type(node) in (cst.BinaryOperation, cst.UnaryOperation):
+            # `2 * (n + np.floor(np.sqrt(40.0 * n)))` (MONAI's Bessel series): arithmetic of Python
+            # numbers and such results is folded too (probed on torch 2.13).
+            parts = (node.left, node.right) if type(node) is cst.BinaryOperation else (node.expression,)
+            numpy_parts = [p for p in parts if self.kind(p) in TENSORISH]
+            return bool(numpy_parts) and all(self.is_numpy_of_numbers(p) for p in numpy_parts)
         if type(node) is not cst.Call:
             return False
         q = self.qualname(node.func)
@@ -261,6 +267,11 @@ class KindInference:
         func = node.func
         q = self.qualname(func)
         if q is not None:
+            if q in ("abs", "pow") and node.args:
+                # `abs(t)` is `t.abs()`, `pow(t, 2)` is `t ** 2`: what the first argument is
+                # (MONAI's Bessel series tests `abs(bi) > 1.0e10` on a tensor).
+                first = self.kind(node.args[0].value)
+                return T if first == B else first
             if "." not in q and q in K.NON_TENSOR_BUILTINS:
                 if q == "len" and node.args and self.is_tensor(node.args[0].value):
                     return S
@@ -303,8 +314,8 @@ class KindInference:
                     if key in self.fa.abstract_methods and any(self.kind(a.value) in TENSORISH for a in node.args):
                         return P
                     return U
-                if meth in self.all_attrs and meth not in self.tensor_attrs:
-                    return T  # a submodule call
+                if meth in self.all_attrs and meth not in self.tensor_attrs and meth not in self.callable_attrs:
+                    return T  # a submodule call (not `self.fn = lambda ...: p`, a plain callable)
                 return U
             submodule = self.self_attr(recv)
             if (

@@ -257,6 +257,17 @@ TENSOR_EVIDENCE_METHODS = TENSOR_METHODS - frozenset(
     dtype device new requires_grad grad is_integer
     """.split()
 )
+# torch functions whose first argument is a size or data (`torch.arange(n)`, `torch.tensor(x)`):
+# passing a parameter there says nothing about it being a tensor.
+TORCH_FACTORIES = frozenset(
+    "torch." + name
+    for name in """
+    arange range zeros ones empty full tensor as_tensor asarray scalar_tensor randn rand randint
+    randperm linspace logspace eye empty_strided tril_indices triu_indices hann_window
+    hamming_window blackman_window bartlett_window kaiser_window normal poisson Tensor LongTensor
+    FloatTensor BoolTensor IntTensor HalfTensor DoubleTensor ByteTensor from_numpy frombuffer
+    """.split()
+)
 TENSOR_ARG_METHODS = frozenset(
     """
     masked_fill masked_fill_ masked_scatter masked_scatter_ masked_select matmul mm bmm type_as

@@ -87,6 +87,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         # use as a tensor this walk saw (see FileAnalyzer.param_evidence).
         self.param_origin: set[str] = set()
         self.optional_params: set[str] = set()
+        # Parameters whose use as a tensor is looked for: those with a `None` default, and those
+        # presumed tensors (`Kind.PRESUMED`), which such a use makes tensors for sure.
+        self.evidence_params: set[str] = set()
         self.evidence: frozenset = frozenset()
         # name -> (position without self, kind of the default) of each parameter
         self.param_slots: dict[str, tuple] = {}
@@ -104,6 +107,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
         self.buffer_attrs = fa.buffer_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
+        self.callable_attrs = fa.callable_attrs.get(cls, set()) if cls else set()
         self.rnn_attrs = fa.rnn_attrs_with_subclasses(cls) if cls else set()
         self.lock_attrs = fa.lock_attrs.get(cls, set()) if cls else set()
         self.lock_names = fa.lock_names
@@ -249,6 +253,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             optional = p.default is not None and is_none(p.default)
             if optional and ak is None:
                 self.optional_params.add(name)
+            if ak is None and (p.default is None or optional):
+                self.evidence_params.add(name)  # may be presumed a tensor (here or in the final walk)
             if ak is None and commented is not None:
                 ak = commented[pos]
             if ak is not None:
@@ -265,11 +271,15 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             if self.env[name] == P:
                 # A presumed tensor needs evidence when it may well be a flag or a number: a
                 # `None` default (`mask=None`, `causal=None`) takes a use as a tensor in the
-                # body; a parameter only ever used as an int (`range(n)`, `n == 1`) is one.
+                # body; a parameter only ever used as an int (`range(n)`, `n == 1`) is one; one
+                # used as only a tensor can be (`grid_thw[:, 0]`, `grid_thw.prod(-1)`) is a tensor
+                # for sure, so that `int()` / `range()` of it are reported.
                 if optional and name not in evidence:
                     self.env[name] = U
                 elif name in self._int_only_params():
                     self.env[name] = N
+                elif name in evidence:
+                    self.env[name] = T
         for star in (self.fn.params.star_arg, self.fn.params.star_kwarg):
             if type(star) is cst.Param:
                 self.env[star.name.value] = N
@@ -644,12 +654,12 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self._bind(node.target, None, elem)
 
     def _note_evidence(self, node: cst.BaseExpression) -> None:
-        if type(node) is cst.Name and node.value in self.optional_params and node.value in self.param_origin:
+        if type(node) is cst.Name and node.value in self.evidence_params and node.value in self.param_origin:
             self.evidence = self.evidence | {node.value}
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         # `mask[:, None, :, None]`, `bias[..., 0]`: indexing only arrays and tensors allow
-        if self.optional_params and len(node.slice) >= 2:
+        if self.evidence_params and len(node.slice) >= 2:
             for el in node.slice:
                 inner = el.slice
                 if type(inner) is cst.Slice or (
@@ -664,7 +674,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         # `keep & mask`, `attn @ bias` with a tensor for sure (not `x * scale`: numbers do that)
-        if self.optional_params and type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor, cst.MatrixMultiply):
+        if self.evidence_params and type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor, cst.MatrixMultiply):
             if self.kind(node.right) in (T, B):
                 self._note_evidence(node.left)
             if self.kind(node.left) in (T, B):
@@ -679,7 +689,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 self._note_evidence(node.args[0].value)  # `x.masked_fill(mask, 0.0)`
                 return
         q = self.qualname(func)
-        if q is not None and q.startswith("torch.") and not torch_non_tensor(q) and (
+        if q is not None and q.startswith("torch.") and not torch_non_tensor(q) and q not in K.TORCH_FACTORIES and (
             not q.startswith("torch.nn.") or q.startswith("torch.nn.functional.")
         ):
             # the input of a torch op (`torch.where(mask, ...)`, `F.pad(mask, ...)`), or a
@@ -691,7 +701,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                     self._note_evidence(arg.value)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.optional_params:
+        if self.evidence_params:
             self._note_call_evidence(node)
         if self.probe_only:
             self._record_call_site(node)

@@ -44,6 +44,7 @@ class LoggingCall(Rule):
     gb_types = (
         ("GB0291", "logging.Logger method not supported for non-export cases"),
         ("GB4841", "Unsupported python_type() call"),
+        ("GB0156", "Unsupported method call"),  # torch 2.11: module-level `logging.warning()`
     )
     node_types = (cst.Call,)
     fixable = "safe or unsafe"

@@ -23,7 +23,7 @@ implemented there too, but its implementation reads a sampled tensor value, so i
 ("Data dependent operator") whatever its arguments (wav2vec2's SpecAugment masking).
 
 Python's `random` depends on the torch version. Dynamo draws `random.uniform()`,
-`random.randint()` and the methods of a `random.Random(seed)` object itself on torch 2.13 and
+`random.randint()`, `random.randrange()` and the methods of a `random.Random(seed)` object itself on torch 2.13 and
 2.14.1, as numbers it feeds into the graph; from 2.14 it does so for `random.random()`,
 `random.shuffle()`, `random.sample()` and `random.seed()` too, which 2.13 skips (a break at the
 call). A drawn number is data to Dynamo: using it as a value (`x * random.random()`) is traced,
@@ -120,7 +120,7 @@ UNTRACEABLE = frozenset(
 # draws itself (as numbers fed into the graph) on both, those it draws from 2.14 on (2.13 skips
 # them: a break at the call), and any other function, which it skips on both.
 RANDOM_PREFIX = "random."
-RANDOM_DRAWN = frozenset({"uniform", "randint", "Random"})
+RANDOM_DRAWN = frozenset({"uniform", "randint", "randrange", "Random"})
 RANDOM_DRAWN_SINCE = {(2, 14): frozenset({"random", "shuffle", "sample", "seed"})}
 # NumPy's random functions that torch._numpy implements without reading tensor values (Dynamo
 # traces these); any other `numpy.random.*` call (`permutation`, `default_rng`, ...) is
@@ -208,6 +208,7 @@ class UntraceableCall(Rule):
         ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
         ("GB0170", "Data-dependent branching"),
         ("GB0294", "attempted to trace numpy function unsupported by PyTorch"),
+        ("GB0213", "unimplemented builtin op on tensor arguments"),  # torch 2.11: a branch on a Random draw
         ("GB4841", "Unsupported python_type() call"),
     )
     node_types = (cst.Call, cst.Assign, cst.If, cst.IfExp, cst.While, cst.Subscript)
@@ -706,6 +707,19 @@ class UntraceableCall(Rule):
         invalid = invalid + (Example(_random_value.format(mark="  # expect: DYN105"), dynamo=BREAKS),)
         _random_value_examples = ()
     valid = (
+        Example(
+            # vit-pytorch's CaiT keeps one layer: Dynamo draws `random.randrange` itself (2.13, 2.14.1).
+            """
+            import random
+            import torch
+
+            @torch.compile
+            def f(x):
+                keep = random.randrange(x.shape[0])
+                return x * 2 + keep
+            """,
+            dynamo=CLEAN,
+        ),
         Example(
             """
             import math

@@ -80,7 +80,9 @@ class ItemCall(Rule):
             return
         if type(func) is cst.Name and func.value in ("int", "float", "bool") and len(node.args) == 1:
             arg = node.args[0].value
-            if ctx.call_name(node) == func.value and ctx.is_tensor(arg) and not ctx.is_numpy_of_numbers(arg):
+            # A definite tensor: `int(n * (1 - p))` with `p` an unannotated parameter converts a
+            # number as often as a tensor (vit-pytorch's and MONAI's token dropout).
+            if ctx.call_name(node) == func.value and ctx.is_definite_tensor(arg) and not ctx.is_numpy_of_numbers(arg):
                 what = f"`{func.value}()` of a tensor"
                 self._report(node, ctx, what, f"{what} reads its value and breaks the graph; keep it a tensor")
 
@@ -92,6 +94,21 @@ class ItemCall(Rule):
         ctx.report(self, node, message, fix=fix)
 
     invalid = (
+        Example(
+            # An unannotated parameter indexed as only arrays and tensors can be is a tensor for
+            # sure, so `int()` of it is reported (transformers' MiniCPM-V `int(grid_thw[0])`).
+            """
+            import torch
+
+            @torch.compile
+            def f(x, grid):
+                rows = grid[:, 0]
+                n = int(rows[0])  # expect: DYN110
+                return x[:n]
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(8, 4), torch.tensor([[3, 4], [2, 2]]))",
+        ),
         Example(
             # ProphetNet's and UDOP's input check: asserting the tensor keeps it in the graph.
             """
@@ -219,6 +236,52 @@ class ItemCall(Rule):
         ),
     )
     valid = (
+        Example(
+            # MONAI's Bessel series: NumPy math on Python numbers, and arithmetic on it, is folded.
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x, n: int):
+                terms = int(2 * (n + np.floor(np.sqrt(40.0 * n))))
+                return x * terms
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(4, 4), 5)",
+        ),
+        Example(
+            # vit-pytorch's and MONAI's NaViT token dropout: the fraction comes from a lambda stored
+            # on the module (not a submodule), the count from a size.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self, prob=0.25):
+                    super().__init__()
+                    self.calc_token_dropout = lambda height, width: prob
+
+                def forward(self, x):
+                    frac = self.calc_token_dropout(*x.shape[-2:])
+                    keep = max(1, int(x.shape[0] * (1 - frac)))
+                    return x[:keep] * 2
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(8, 4, 4),)",
+        ),
+        Example(
+            # An unannotated parameter converted by `float()` is a number as often as a tensor.
+            """
+            import torch
+
+            @torch.compile
+            def f(x, scale):
+                return x * float(scale)
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(4, 4), 2)",
+        ),
         Example(
             """
             import torch

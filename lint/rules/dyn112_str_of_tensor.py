@@ -38,7 +38,8 @@ class StrOfTensor(Rule):
     def check(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if type(func) is cst.Name and func.value in ("str", "repr") and len(node.args) == 1:
-            if ctx.call_name(node) == func.value and ctx.is_tensor(node.args[0].value):
+            # A definite tensor: `str(name)` of an unannotated parameter is rarely one.
+            if ctx.call_name(node) == func.value and ctx.is_definite_tensor(node.args[0].value):
                 ctx.report(self, node, f"`{func.value}()` of a tensor breaks the graph")
 
     invalid = (
@@ -48,7 +49,7 @@ class StrOfTensor(Rule):
 
             @torch.compile
             def f(x):
-                y = x * 2
+                y = torch.relu(x)
                 s = str(y)  # expect: DYN112
                 return y + len(s)
             """,
@@ -56,6 +57,18 @@ class StrOfTensor(Rule):
         ),
     )
     valid = (
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x, name):
+                key = str(name)
+                return x * len(key)
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(4, 4), 'scale')",
+        ),
         Example(
             """
             import torch

@@ -331,6 +331,20 @@ class TensorControlFlow(Rule):
 
     invalid = (
         Example(
+            # MONAI's Bessel series: builtin `abs()` of a tensor is a tensor.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                b = x * 2
+                if abs(b.sum()) > 1.0e10:  # expect: DYN120
+                    b = b * 1e-10
+                return b
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
             # LayerDrop: skipped at random in train mode; never with the default probability 0. The
             # safe fix tests `self.layerdrop > 0` first; the unsafe one then selects the layer's output.
             """

@@ -56,7 +56,9 @@ class DataDependentLoop(Rule):
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
             # `range(t)` anywhere, not only as a loop's iterable: `list(range(n - 1, n))` breaks too.
-            if ctx.call_name(node) == "range" and any(ctx.is_tensor(a.value) for a in node.args):
+            # A definite tensor: `range(steps)` of an unannotated parameter counts a Python int far
+            # more often than a tensor.
+            if ctx.call_name(node) == "range" and any(ctx.is_definite_tensor(a.value) for a in node.args):
                 ctx.report(self, node, "`range()` of a tensor value needs the value while tracing and breaks the "
                                        "graph; take the count from a shape or a Python number, or loop over the largest "
                                        "count a shape gives and mask the steps past the value")
@@ -150,8 +152,9 @@ class DataDependentLoop(Rule):
             import torch
 
             @torch.compile
-            def f(x, ends):
-                end = ends[0]  # a NumPy value: a tensor while Dynamo traces
+            def f(x, lengths):
+                ends = np.cumsum(lengths)  # a NumPy array: a tensor while Dynamo traces
+                end = ends[0]
                 blocks = list(range(end - 1, end))  # expect: DYN121
                 return x + len(blocks)
             """,
@@ -160,6 +163,20 @@ class DataDependentLoop(Rule):
         ),
     )
     valid = (
+        Example(
+            # An unannotated parameter counting steps: a Python int, not evidence of a tensor.
+            """
+            import torch
+
+            @torch.compile
+            def f(x, steps):
+                for _ in range(steps):
+                    x = x * 0.5 + 1
+                return x
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(4, 4), 3)",
+        ),
         Example(
             """
             import torch

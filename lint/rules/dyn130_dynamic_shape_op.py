@@ -2,7 +2,8 @@
 
 ## What it does
 Finds `torch.nonzero` / `Tensor.nonzero()`, one-argument `torch.where(cond)`,
-`torch.masked_select`, `torch.argwhere`, `torch.bincount`, `torch.repeat_interleave` with tensor
+`torch.masked_select`, `torch.argwhere`, `torch.bincount`, `torch.unique` (and
+`unique_consecutive`; a loop over it is DYN121's), `torch.repeat_interleave` with tensor
 repeats and no `output_size=` (with it the length is known, and Dynamo traces it), indexing with a boolean mask (`x[x > 0]`) and
 `torchvision.ops.nms` / `batched_nms` in a compile region. Assigning through a mask
 (`x[mask] = 0`) and three-argument `torch.where` keep their shape and are not reported; an
@@ -69,6 +70,8 @@ DYNAMIC_FUNCS = frozenset(
         "torch.masked_select",
         "torch.argwhere",
         "torch.bincount",
+        "torch.unique",
+        "torch.unique_consecutive",
         "torchvision.ops.nms",
         "torchvision.ops.batched_nms",
         "torchvision.ops.boxes.nms",
@@ -76,7 +79,15 @@ DYNAMIC_FUNCS = frozenset(
         "torch.ops.torchvision.nms",  # the operator behind them (torchvision's own code calls it)
     }
 )
-DYNAMIC_METHODS = frozenset({"nonzero", "masked_select", "argwhere", "bincount"})
+DYNAMIC_METHODS = frozenset({"nonzero", "masked_select", "argwhere", "bincount", "unique", "unique_consecutive"})
+UNIQUE = frozenset({"torch.unique", "torch.unique_consecutive", "unique", "unique_consecutive"})
+
+
+def _iterated_by_loop(node: cst.Call, ctx) -> bool:
+    """`for c in torch.unique(labels):` is one break, DYN121's (a loop of data-dependent length)."""
+    ancestors = ctx.ancestors()
+    parent = ancestors[-1] if ancestors else None
+    return type(parent) in (cst.For, cst.CompFor) and parent.iter is node
 # What a human can do where no autofix applies.
 ADVICE = (
     "; keep shapes static: mask instead (`torch.where(mask, x, 0)`), `torch.nonzero_static(m, size=k)` "
@@ -115,6 +126,9 @@ class DynamicShapeOp(Rule):
             q = ctx.call_name(node)
             # A wrapper defined in this very file (torchvision's own `nms()` in ops/boxes.py) is
             # linted too: the operator inside it is reported there, not each call of the wrapper.
+            method = node.func.attr.value if type(node.func) is cst.Attribute else None
+            if (q in UNIQUE or method in UNIQUE) and _iterated_by_loop(node, ctx):
+                return
             if q in DYNAMIC_FUNCS and not (type(node.func) is cst.Name and node.func.value in _file_functions(ctx)):
                 ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=_fix(ctx, node, self.code))
             elif (q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value)
@@ -158,6 +172,20 @@ class DynamicShapeOp(Rule):
                 return
 
     invalid = (
+        Example(
+            # vit-pytorch's adaptive token sampling. `torch.unique` of a graph input looks traced
+            # (explain counts one graph: the break comes before any op); of a computed tensor it breaks.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                labels = (x > 0).long()
+                classes = torch.unique(labels, sorted=True)  # expect: DYN130
+                return classes * 2
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             """
             import torch

@@ -47,6 +47,8 @@ with `requires_grad=True` is there for its gradient. `nn.Parameter(...)` itself 
 
 import libcst as cst
 
+from ..kinds import Kind
+
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 # torch factories that take `requires_grad=` (the `_like` ones too).
@@ -78,7 +80,14 @@ class RequiresGradInRegion(Rule):
             for t in node.targets:
                 tgt = t.target
                 # Any value: Dynamo breaks on the setattr itself, `= False` too (probed).
-                if type(tgt) is cst.Attribute and tgt.attr.value == "requires_grad" and ctx.is_tensor(tgt.value):
+                # Only tensors have a `requires_grad` to set, so an unknown value counts too
+                # (MONAI's `self.ref_grid.requires_grad = False`), but not the module itself.
+                if (
+                    type(tgt) is cst.Attribute
+                    and tgt.attr.value == "requires_grad"
+                    and ctx.kind(tgt.value) not in (Kind.NOT_TENSOR, Kind.SIZE)
+                    and not (type(tgt.value) is cst.Name and tgt.value.value == "self")
+                ):
                     ctx.report(
                         self,
                         node,
@@ -120,6 +129,24 @@ class RequiresGradInRegion(Rule):
             )
 
     invalid = (
+        Example(
+            # MONAI's Warp block caches its grid on the module; only tensors have `requires_grad`.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.grid = None
+
+                def forward(self, x):
+                    self.grid = x.new_ones(x.shape[-1])
+                    self.grid.requires_grad = False  # expect: DYN140
+                    return x + self.grid
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             """
             import torch

@@ -57,6 +57,7 @@ class BufferReassigned(Rule):
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
     gb_types = (
         ("GB4841", "Unsupported python_type() call"),
+        ("GB0170", "Data-dependent branching"),  # torch 2.11
     )
     node_types = (cst.Assign,)
     fixable = "unsafe"

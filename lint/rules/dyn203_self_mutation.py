@@ -45,6 +45,21 @@ def _tests_dtypes_of(test: cst.CSTNode, attr: str, ctx) -> bool:
     )
 
 
+# Methods that convert a tensor or module and return it unchanged once it is converted.
+CONVERSIONS = frozenset({"to", "type_as", "type", "float", "half", "double", "bfloat16", "cuda", "cpu", "contiguous"})
+
+
+def _converts_itself(value: cst.BaseExpression, attr: str, ctx) -> bool:
+    """`self.grid = self.grid.to(device=x.device)`, `self.w = self.w.type_as(x)`: the same object
+    from the second call on (MONAI's RegUNet head, ESM's positional embedding), not a counter."""
+    return (
+        type(value) is cst.Call
+        and type(value.func) is cst.Attribute
+        and value.func.attr.value in CONVERSIONS
+        and ctx.self_attr(value.func.value) == attr
+    )
+
+
 class SelfMutation(Rule):
     code = "DYN203"
     name = "module-attribute-mutation"
@@ -70,7 +85,7 @@ class SelfMutation(Rule):
                 fix = offer_fix("module_to", ctx, node, self.code)
                 if fix is not None:  # `self.m = self.m.to(dtype)` on a submodule
                     ctx.report(self, node, f"`self.{attr} = self.{attr}.to(...)` runs the conversion on every call (on some torch versions a graph break per parameter); convert only when a dtype differs, or once outside forward", fix=fix)
-                else:
+                elif not _converts_itself(node.value, attr, ctx):
                     ctx.report(self, node, f"`self.{attr}` changes on every call: Dynamo guards on it and recompiles")
 
     invalid = (
@@ -127,6 +142,30 @@ class SelfMutation(Rule):
         ),
     )
     valid = (
+        Example(
+            # MONAI's RegUNet head and ESM's positional embedding: a tensor attribute moved to the
+            # input's device or dtype is the same tensor from the second call on.
+            """
+            import torch
+            from torch import nn
+
+            def reference_grid(n):
+                return torch.linspace(-1, 1, n)
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.grid = reference_grid(4)
+
+                def forward(self, x):
+                    self.grid = self.grid.to(device=x.device)
+                    self.grid = self.grid.type_as(x)
+                    return x + self.grid
+            """,
+            dynamo=NO_RECOMPILE,
+            calls=3,
+            inputs2="(torch.randn(4, 4),)",
+        ),
         Example(
             """
             import torch
