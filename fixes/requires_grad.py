@@ -146,7 +146,7 @@ def _kept_local(info, fn: cst.CSTNode, name: Optional[str], flagged: cst.CSTNode
     `_bound_name`). A name must not be returned or yielded as it is (alone or in a tuple, list or
     dict) unless it is bound again after the flag (`h = layer(h)`), nor stored or aliased
     (`self.x = t`, `d[k] = t`, `a = t`, `out.append(t)`, `global t`), nor be itself an alias of
-    module state (`t = self.x`)."""
+    module state (`t = self.x`) or an element of what a loop iterates (`for p in m.parameters()`)."""
     if name is None:
         return True
     if name == "":
@@ -174,6 +174,14 @@ class _NameUses(cst.CSTVisitor):
     def _is_name(self, node) -> bool:
         return type(node) is cst.Name and node.value == self.name
 
+    def _binds(self, target) -> bool:
+        """A loop target is the name or unpacks into it (`for n, p in self.named_parameters()`)."""
+        if self._is_name(target):
+            return True
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return any(self._binds(e.value) for e in target.elements)
+        return False
+
     def _as_is(self, value) -> bool:
         """value is the name, or holds it as an element of a tuple, list, set or dict."""
         if self._is_name(value):
@@ -197,8 +205,13 @@ class _NameUses(cst.CSTVisitor):
                         self.rebound_after_flag = True
                     elif (dotted(node.value) or "").startswith("self."):
                         self.kept = True  # an alias of module state
-        elif t is cst.For and self._is_name(node.target) and self.after_flag:
-            self.rebound_after_flag = True
+        elif t in (cst.For, cst.CompFor) and self._binds(node.target):
+            if self.after_flag:
+                self.rebound_after_flag = True
+            else:
+                # An element of what is iterated (`for p in self.gates[d].parameters():`) outlives
+                # the function: module parameters, a list's tensors.
+                self.kept = True
         elif t in (cst.Return, cst.Yield) and node.value is not None and self._as_is(node.value):
             self.returned = True
         elif t is cst.Call and any(self._as_is(a.value) for a in node.args):

@@ -1627,6 +1627,9 @@ def test_requires_grad_of_a_name_bound_again_before_it_is_returned_uses_the_file
         "y = x * 2\n    y.requires_grad = False\n    return y + 1",
         # a parameter (the caller's tensor), differentiated here with `grad` imported bare
         "x.requires_grad_(True)\n    y = (x * 2).sum()\n    return grad(y, [x])[0]",
+        # module parameters reached through a loop (PyG's GraphMask explainer enabling its gates)
+        "for p in self.gates.parameters():\n        p.requires_grad = True\n    return x * 2",
+        "for name, p in self.named_parameters():\n        p.requires_grad = name != 'bias'\n    return x * 2",
     ],
 )
 def test_requires_grad_whose_gradient_is_used_gets_no_fix(body):
