@@ -259,6 +259,31 @@ def _guarded(ctx: RuleContext) -> set:
     return ctx.rule_state("DYN120").setdefault("dtype_guarded_operands", set())
 
 
+def _truth_tested(node: cst.BooleanOperation, ctx: RuleContext) -> bool:
+    """Is the value of `a and b` / `a or b` itself tested for truth (an `if`, `while`, `assert`,
+    conditional or `not` test, `bool()`, or the left side of an enclosing `and` / `or`)?"""
+    current = node
+    for around in reversed(ctx.ancestors()):
+        if around is current:
+            continue
+        t = type(around)
+        if t is cst.BooleanOperation:
+            if around.right is current:
+                current = around  # its value is the enclosing expression's: ask about that
+                continue
+            return True
+        if t in (cst.If, cst.While, cst.IfExp, cst.Assert):
+            return around.test is current
+        if t is cst.UnaryOperation:
+            return type(around.operator) is cst.Not
+        if t is cst.Arg:
+            continue
+        if t is cst.Call:
+            return type(around.func) is cst.Name and around.func.value == "bool"
+        return False
+    return True
+
+
 class TensorControlFlow(Rule):
     code = "DYN120"
     name = "tensor-control-flow"
@@ -290,6 +315,11 @@ class TensorControlFlow(Rule):
                 ctx.report(self, test, _message(what, test, ctx, fix=fix, branch=node), fix=fix)
         elif type(node) is cst.BooleanOperation:
             op = "and" if type(node.operator) is cst.And else "or"
+            # `y = print(x) or x`, `cond or torch.zeros_like(t)`: the right operand is the value,
+            # not tested, unless the whole expression is.
+            # (A LayerDrop draw bound as the value, `skip = self.training and draw < p`, is kept:
+            # its finding carries the select that removes the break where `skip` is tested.)
+            tested = _truth_tested(node, ctx)
             operands = [node.left, node.right]
             if op == "and" and _is_dtype_or_device_check(node.left, _dtype_checks(ctx)):
                 # `x.dtype == torch.float16 and torch.isinf(x).any()`: Dynamo knows the dtype, so
@@ -302,6 +332,11 @@ class TensorControlFlow(Rule):
                 if type(operand) in (cst.BooleanOperation, cst.UnaryOperation):
                     continue
                 if _is_tensor_condition(operand, ctx):
+                    if operand is node.right and not tested:
+                        fix = offer_fix("uniform_draw", ctx, operand, self.code) or offer_fix("layer_drop", ctx, operand, self.code)
+                        if fix is not None:
+                            ctx.report(self, operand, _message(f"`{op}`", operand, ctx, node, fix, _heading_if(ctx)), fix=fix)
+                        continue
                     fix = (
                         offer_fix("uniform_draw", ctx, operand, self.code)
                         or offer_fix("layer_drop", ctx, operand, self.code)
@@ -1286,6 +1321,20 @@ class TensorControlFlow(Rule):
         ),
     )
     valid = (
+        Example(
+            # The right operand of `and` / `or` is the value, not tested, unless the whole is.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                h = torch.relu(x)
+                wide = x.shape[1] > 2
+                y = wide and h
+                return y * 2
+            """,
+            dynamo=CLEAN,
+        ),
         Example(
             """
             import torch
