@@ -319,6 +319,10 @@ class Project(ClassResolver):
                 fwd = self.find_method(cls, "forward")
                 if fwd is not None:
                     roots.append(fwd)
+                # A module list's own `__iter__` runs in its owner's `for layer in self.layers:`
+                # (fairseq's LayerDropModuleList draws there which layers run).
+                if "__iter__" in self.classes[cls].methods:
+                    roots.append(f"{cls}.__iter__")
         for f in self.functions.values():
             if f.compile_root:
                 roots.append(f.qualname)

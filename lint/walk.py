@@ -57,6 +57,10 @@ def _return_parts(node: cst.BaseExpression) -> list:
 _NODE, _SKIP, _IF, _BLOCK = "node", "skip", "if", "block"
 
 
+# Builtin types an `isinstance` test can prove a value to be instead of a tensor.
+_PYTHON_TYPES = frozenset({"list", "tuple", "dict", "set", "int", "float", "str", "bool", "complex"})
+
+
 class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     """Walks one function's live code in order, tracking which names hold tensors, and runs rules.
     What rules may use of it is `lint.rule.RuleContext`; the rest is the walk's own."""
@@ -347,6 +351,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self._visit(node.test)
         self.stack.pop()
         before = dict(self.env)
+        inside, outside = self._isinstance_narrowing(node.test)
+        self.env.update(inside)
         self.branch_tests.append(node.test)
         try:
             body_exits = self._walk_block(node.body)
@@ -354,6 +360,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             self.branch_tests.pop()
         after_body = self.env
         self.env = dict(before)
+        self.env.update(outside)
         else_exits = False
         if node.orelse is not None:
             if type(node.orelse) is cst.If:
@@ -362,6 +369,38 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 else_exits = self._walk_block(node.orelse.body)
         self.env = merge_kinds(after_body, self.env) if not body_exits else self.env
         return body_exits and else_exits
+
+    def _isinstance_narrowing(self, test: cst.BaseExpression) -> tuple[dict, dict]:
+        """Kinds a test settles for the branch it guards and for the other one:
+        `isinstance(ref, torch.Tensor)` (or `torch.is_tensor(ref)`) makes `ref` a tensor inside
+        and not one outside (demucs' `center_trim(t, ref: Union[Tensor, int])`);
+        `isinstance(masks, list)` makes `masks` no tensor inside; `not` swaps the two."""
+        negated = False
+        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, negated = test.expression, not negated
+        if type(test) is not cst.Call or not test.args or type(test.args[0].value) is not cst.Name:
+            return {}, {}
+        name = test.args[0].value.value
+        if name not in self.env:
+            return {}, {}
+        q = self.qualname(test.func)
+        if q == "torch.is_tensor" and len(test.args) == 1:
+            types = ["torch.Tensor"]
+        elif q == "isinstance" and len(test.args) == 2:
+            cls = test.args[1].value
+            elements = [e.value for e in cls.elements] if type(cls) is cst.Tuple else [cls]
+            types = [self.qualname(e) for e in elements]
+        else:
+            return {}, {}
+        if any(t is None for t in types):
+            return {}, {}
+        if all(t in ("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter") for t in types):
+            inside, outside = {name: T}, {name: N}
+        elif all(t in _PYTHON_TYPES for t in types):
+            inside, outside = {name: N}, {}
+        else:
+            return {}, {}
+        return (outside, inside) if negated else (inside, outside)
 
     def static_truth(self, test: cst.BaseExpression, memo: Optional[dict] = None) -> Optional[bool]:
         """Value of a test while Dynamo traces: True/False for is_compiling-style guards, else None.
@@ -652,6 +691,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self._visit(node.iter)
         elem = T if self.is_tensor(node.iter) else U
         self._bind(node.target, None, elem)
+        self._bind_zipped(node.target, node.iter)  # `[l for l, drop in zip(layers, to_drop) if not drop]`
 
     def _note_evidence(self, node: cst.BaseExpression) -> None:
         if type(node) is cst.Name and node.value in self.evidence_params and node.value in self.param_origin:

@@ -366,6 +366,50 @@ class TensorControlFlow(Rule):
 
     invalid = (
         Example(
+            # fairseq's LayerDropModuleList: its own `__iter__` runs in the owner's `for` loop.
+            """
+            import torch
+            from torch import nn
+
+            class LayerDropList(nn.ModuleList):
+                def __iter__(self):
+                    keep = torch.empty(len(self)).uniform_()
+                    for i, m in enumerate(super().__iter__()):
+                        if not self.training or keep[i] > 0.5:  # expect: DYN120
+                            yield m
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = LayerDropList([nn.Linear(4, 4) for _ in range(2)])
+
+                def forward(self, x):
+                    for layer in self.layers:
+                        x = layer(x)
+                    return x
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            # vit-pytorch's CaiT drops layers by filtering them with a boolean tensor.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+                def forward(self, x):
+                    to_drop = torch.zeros(3).uniform_(0.0, 1.0) < 0.5
+                    for layer in [l for l, drop in zip(self.layers, to_drop) if not drop]:  # expect: DYN120
+                        x = layer(x)
+                    return x
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
             # MONAI's Bessel series: builtin `abs()` of a tensor is a tensor.
             """
             import torch
@@ -1321,6 +1365,28 @@ class TensorControlFlow(Rule):
         ),
     )
     valid = (
+        Example(
+            # demucs' center_trim: `isinstance` settles which branch has the tensor.
+            """
+            import typing
+
+            import torch
+
+            def trim(t, ref: typing.Union[torch.Tensor, int]):
+                if isinstance(ref, torch.Tensor):
+                    n = ref.size(-1)
+                else:
+                    n = ref
+                if t.size(-1) - n < 0:
+                    t = t * 0
+                return t
+
+            @torch.compile
+            def f(x):
+                return trim(x, 3) * 2
+            """,
+            dynamo=CLEAN,
+        ),
         Example(
             # The right operand of `and` / `or` is the value, not tested, unless the whole is.
             """

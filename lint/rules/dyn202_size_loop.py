@@ -59,6 +59,27 @@ class SizeLoop(Rule):
     )
     valid = (
         Example(
+            # lightly's apply_masks: a tensor wrapped into a list is looped over as a list.
+            """
+            import torch
+
+            def apply_masks(x, masks: torch.Tensor | list[torch.Tensor]):
+                if not isinstance(masks, list):
+                    masks = [masks]
+                out = []
+                for m in masks:
+                    out.append(x * m)
+                return torch.cat(out, 0)
+
+            @torch.compile
+            def f(x):
+                return apply_masks(x, x > 0)
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="(torch.randn(3, 4),)",  # not square: duck shaping would give both sizes one symbol
+            inputs2="(torch.randn(6, 4),)",
+        ),
+        Example(
             """
             import torch
 
