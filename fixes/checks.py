@@ -16,7 +16,8 @@ Unsafe: the error is a RuntimeError carrying the message, not the original excep
 that catches ValueError no longer does; on a GPU the check runs asynchronously and a failure is a
 device-side assert reported at a later synchronisation, after which the process's CUDA context is
 unusable. Right for checks of programming errors, not for exceptions used as control flow. An
-f-string message is not formatted (its values would be tensors or host syncs): its text is kept.
+f-string message whose fields read only Python values (`{', '.join(adapters)}`) is kept as an
+f-string; one reading tensors is not formatted (host syncs): its text is kept.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import libcst as cst
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint import fastcst
 from dynalint.lint.draws import and_operands
+from dynalint.lint.fastcst import iter_nodes
+from dynalint.lint.kinds import TENSORISH, Kind
 from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, comments_within, guarded, make_fix, source_info
@@ -76,7 +79,34 @@ def _plan(info: SourceInfo, ctx: RuleContext, reported):
     smalls = lines[0].body
     if len(smalls) != 1 or not isinstance(smalls[0], cst.Raise) or smalls[0].exc is None or smalls[0].cause is not None:
         return None
-    return owner, guard, reported, negated, smalls[0]
+    raised = smalls[0]
+    return owner, guard, reported, negated, raised, _python_fields_only(raised, ctx)
+
+
+def _python_fields_only(raised: cst.Raise, ctx: RuleContext) -> bool:
+    """The message is an f-string whose fields read no tensor (`{', '.join(adapters)}`): it can
+    be formatted as before, for each call (a tensor field would be a host sync, a size a guard:
+    only names of other values and `', '.join(names)` are kept)."""
+    call = raised.exc
+    if not isinstance(call, cst.Call) or not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return False
+    first = call.args[0].value
+    if not any(isinstance(n, cst.FormattedString) for n in iter_nodes(first)):
+        return False
+    fields = [n.expression for n in iter_nodes(first) if isinstance(n, cst.FormattedStringExpression)]
+    return all(
+        (type(expr) is cst.Name and ctx.kind(expr) not in (*TENSORISH, Kind.SIZE)) or _joins_python_names(expr, ctx)
+        for expr in fields
+    )
+
+
+def _joins_python_names(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`', '.join(names)` of a value that is no tensor."""
+    return (
+        type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "join"
+        and isinstance(expr.func.value, cst.SimpleString) and len(expr.args) == 1
+        and ctx.kind(expr.args[0].value) not in TENSORISH
+    )
 
 
 def _has_tensor_test(node, ctx: RuleContext) -> bool:
@@ -87,7 +117,9 @@ def _has_tensor_test(node, ctx: RuleContext) -> bool:
     return ctx.is_tensor(node)
 
 
-def _message(info: SourceInfo, positions, raised: cst.Raise) -> str:
+def _message(info: SourceInfo, positions, raised: cst.Raise, formatted: bool = False) -> str:
+    """The exception's name and message as one string literal; with `formatted`, the f-string
+    itself after the name (`"ValueError: " + (f"...")`)."""
     exc = raised.exc
     call = exc if isinstance(exc, cst.Call) else None
     name = info.text(positions, call.func if call is not None else exc)
@@ -100,6 +132,8 @@ def _message(info: SourceInfo, positions, raised: cst.Raise) -> str:
             value = None
         if isinstance(value, str):
             text = f"{name}: {value}"
+        elif formatted:
+            return f"{json.dumps(name + ': ', ensure_ascii=False)} + ({info.text(positions, first)})"
         elif isinstance(first, (cst.FormattedString, cst.ConcatenatedString)):
             text = f"{name}: {_unformatted(first)}"
     return json.dumps(text, ensure_ascii=False)  # a valid Python literal, in double quotes
@@ -125,11 +159,12 @@ def _unformatted(node: cst.BaseExpression) -> str:
     return " ".join("".join(pieces).split())
 
 
-def _rewrite(info: SourceInfo, positions, node: cst.If, guard, test, negated: bool, raised: cst.Raise):
+def _rewrite(info: SourceInfo, positions, node: cst.If, guard, test, negated: bool, raised: cst.Raise,
+             formatted: bool = False):
     torch, import_edits = torch_reference(info, positions)
     condition = info.text(positions, test)
     holds = condition if negated else f"{torch}.logical_not({condition})"
-    check = f"{torch}._assert_async({holds}, {_message(info, positions, raised)})"
+    check = f"{torch}._assert_async({holds}, {_message(info, positions, raised, formatted)})"
     rng = positions[node]
     start, end = rng.start, rng.end
     indent = info.indentation(start.line)

@@ -14,7 +14,10 @@ Shapes handled, when both branches are side-effect-free tensor expressions (or a
 Branches with other work get no fix: that is `torch.cond`'s job. Nor do branches that may differ
 in shape (fixes/shapes.py): `torch.where` broadcasts them, so `F.pad(x, ..)` against `x` would
 raise and `x.sum(-1, keepdim=True)` against `x` would silently take x's shape; both branches must
-be elementwise (or shape-keeping) work on the same tensors, and both or neither a mask.
+be elementwise (or shape-keeping) work on the same tensors, and both or neither a mask. Nor do
+branches that divide by a tensor or call `log`, `sqrt` and their kin: the branch not selected
+still runs, and where its gradient is infinite (`num / denom` with `denom == 0`, which the test
+was there to avoid) `torch.where`'s backward turns it into NaN.
 """
 
 from __future__ import annotations
@@ -61,6 +64,31 @@ def where_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str = "DYN12
     if plan is None:
         return None
     return guarded(code, lambda positions, module: _rewrite(info, positions, plan))
+
+
+# Calls whose value or gradient is infinite somewhere in their domain.
+_BLOWS_UP = frozenset(
+    """
+    log log2 log10 log1p sqrt rsqrt reciprocal div divide true_divide floor_divide remainder fmod
+    acos asin atanh arccos arcsin arctanh xlogy digamma lgamma polygamma
+    """.split()
+)
+
+
+def _may_blow_up(node: cst.CSTNode) -> bool:
+    """A division by something other than a number, or a call with a pole (`log`, `sqrt`, ...)."""
+    from dynalint.lint.fastcst import iter_nodes
+
+    for n in iter_nodes(node):
+        if type(n) is cst.BinaryOperation and type(n.operator) in (cst.Divide, cst.FloorDivide, cst.Modulo):
+            if not is_number(n.right):
+                return True
+        elif type(n) is cst.Call:
+            func = n.func
+            name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
+            if name in _BLOWS_UP:
+                return True
+    return False
 
 
 def _mentions_numpy(node: cst.BaseExpression, ctx: RuleContext) -> bool:
@@ -111,6 +139,12 @@ def _plan(info: SourceInfo, ctx: RuleContext, reported: cst.BaseExpression) -> O
     # keepdim=True)` against `x` silently takes x's shape. A Python number broadcasts to the
     # other branch, where eager code had the number.
     if not (is_number(a) or is_number(b) or same_shape_and_dtype(a, b, ctx)):
+        return None
+    # The branch `torch.where` does not select still runs, and its gradient is multiplied by 0:
+    # where it is inf (`num / denom` with `denom == 0`, `log(0)`), 0 * inf gives NaN gradients
+    # (pytorch-metric-learning's `0 if s.sum() == 0 else num / denom`), poisoning training while
+    # the forward value is right. Such branches are left to a human (a safe denominator).
+    if any(_may_blow_up(x) for x in nodes):
         return None
     if negated:
         a, b = b, a

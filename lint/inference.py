@@ -152,6 +152,13 @@ class KindInference:
             not a.star and (self.kind(a.value) not in TENSORISH or self.is_numpy_of_numbers(a.value)) for a in node.args
         )
 
+    def _module_tensor(self, node: cst.BaseExpression) -> bool:
+        """`self.weight`, `self.buf`: a parameter or buffer of the module."""
+        return (
+            type(node) is cst.Attribute and type(node.value) is cst.Name
+            and self.env.get(node.value.value) == "SELF" and node.attr.value in self.tensor_attrs
+        )
+
     def is_definite_tensor(self, node: cst.BaseExpression) -> bool:
         """A tensor for sure: not merely an unannotated parameter (see kinds.P)."""
         return self.kind(node) in (T, B)
@@ -203,7 +210,10 @@ class KindInference:
             bk = self.kind(base)
             if bk in TENSORISH:
                 if attr in K.SHAPE_ATTRS:
-                    return S
+                    # A parameter's or buffer's size is static (Dynamo's default
+                    # force_parameter_static_shapes / force_nn_module_property_static_shapes):
+                    # a number, no guard to recompile on (e3nn's `sa, sm = self.sha.shape`).
+                    return N if self._module_tensor(base) else S
                 if attr in K.NON_TENSOR_ATTRS:
                     return N
                 if attr in K.TENSOR_ATTRS:
@@ -331,7 +341,7 @@ class KindInference:
             rk = self.kind(recv)
             if rk in TENSORISH:
                 if meth in K.SIZE_METHODS:
-                    return S
+                    return N if self._module_tensor(recv) else S
                 if meth in K.NON_TENSOR_METHODS:
                     return N
                 if meth in K.BOOL_METHODS:

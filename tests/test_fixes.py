@@ -651,6 +651,58 @@ def test_where_forms():
     )
 
 
+def test_raise_check_keeps_an_f_string_message_of_python_values():
+    """peft's merge check: `{', '.join(adapters)}` is formatted as before; a tensor field is not
+    (it would be a host sync), its text is kept."""
+    result = fixed(
+        """
+        import torch
+
+        @torch.compile
+        def f(w, names: list, n: int):
+            y = w * 2
+            if not torch.isfinite(y).all():
+                raise ValueError(f"adapter {', '.join(names)} broke at step {n}")
+            if y.sum() > 100:
+                raise ValueError(f"too large: {y.sum()}")
+            return y
+        """,
+    )
+    assert "torch._assert_async(torch.isfinite(y).all(), \"ValueError: \" + (f\"adapter {', '.join(names)} broke at step {n}\"))" in result.text
+    assert "torch._assert_async(torch.logical_not(y.sum() > 100), \"ValueError: too large: {y.sum()}\")" in result.text
+    namespace: dict = {}
+    exec(compile(result.text.replace("@torch.compile", ""), "fixed.py", "exec"), namespace)
+    import torch
+
+    with pytest.raises(RuntimeError, match="adapter a, b broke at step 3"):
+        namespace["f"](torch.tensor([float("nan")]), ["a", "b"], 3)
+
+
+def test_no_where_when_the_branch_not_taken_may_divide_by_zero():
+    """pytorch-metric-learning's TCM loss: `0 if s.sum() == 0 else num / denom` as a `torch.where`
+    runs the division when `denom == 0` too, and its infinite gradient times 0 is NaN. A division
+    by a number or a pole-free branch still gets the fix."""
+    result = fixed(
+        """
+        import torch
+
+        @torch.compile
+        def f(sims, margin: float):
+            inside = sims <= margin
+            num = (sims * inside).sum()
+            denom = inside.sum()
+            loss = 0 if inside.sum() == 0 else num / denom
+            spread = torch.log(sims) if sims.min() > 0 else sims
+            scaled = sims * 2 if sims.sum() > 0 else sims / 2
+            return loss + spread + scaled
+        """,
+        unsafe=True,
+    )
+    assert "loss = 0 if inside.sum() == 0 else num / denom" in result.text
+    assert "spread = torch.log(sims) if sims.min() > 0 else sims" in result.text
+    assert "scaled = torch.where(sims.sum() > 0, sims * 2, sims / 2)" in result.text
+
+
 def test_no_where_when_a_branch_variable_may_be_none():
     """timm's gemma4_vit: `if patch_valid is None: ... if sentinel.any(): patch_valid = ~sentinel`
     must not become `torch.where(sentinel.any(), ~sentinel, patch_valid)` (patch_valid is None

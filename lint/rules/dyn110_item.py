@@ -57,6 +57,10 @@ BRANCH_MESSAGE = (
 FLAG_REDUCTIONS = frozenset(("any", "all"))
 
 
+def _in_raise(ctx: RuleContext) -> bool:
+    return any(type(a) is cst.Raise for a in ctx.ancestors())
+
+
 class ItemCall(Rule):
     code = "DYN110"
     name = "tensor-to-python-scalar"
@@ -70,6 +74,8 @@ class ItemCall(Rule):
     fixable = "unsafe"
 
     def check(self, node: cst.Call, ctx: RuleContext) -> None:
+        if _in_raise(ctx):
+            return  # `raise ValueError(f"... {ids.max().item()}")`: runs only on the error path
         func = node.func
         if type(func) is cst.Attribute and func.attr.value == "item" and not node.args:
             recv_kind = ctx.kind(func.value)

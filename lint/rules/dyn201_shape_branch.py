@@ -54,11 +54,34 @@ class ShapeBranch(Rule):
             if type(t) is cst.UnaryOperation:
                 tests.append(t.expression)
                 continue
-            if type(t) is cst.Comparison and ctx.kind(t) == "SB" and not _against_zero_or_one(t):
+            if (
+                type(t) is cst.Comparison
+                and ctx.kind(t) == "SB"
+                and not _against_zero_or_one(t)
+                and not _reads_range_counter(t, ctx)
+            ):
                 ctx.report(self, t, "branch on a tensor's size: Dynamo guards on it, and calls where it "
                            "comes out the other way compile another graph")
 
     invalid = (
+        Example(
+            # demucs: the counter of a loop over a size is compared with that size: no guard of
+            # its own (the loop is DYN202's), so only the other test is reported.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                n = x.shape[0]
+                for k in range(n):  # expect: DYN202
+                    if k == n - 1:
+                        x = x * 2
+                if x.shape[1] > 3:  # expect: DYN201
+                    return x + 1
+                return x
+            """,
+            dynamo=RECOMPILES,
+        ),
         Example(
             """
             import torch
@@ -73,6 +96,27 @@ class ShapeBranch(Rule):
         ),
     )
     valid = (
+        Example(
+            # e3nn's S2 grid: a buffer's size is static, so a test on it adds no guard.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("grid", torch.ones(5, 9))
+
+                def forward(self, x):
+                    rows, cols = self.grid.shape
+                    if rows >= cols:
+                        x = x * 2
+                    return x + 1
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="(torch.randn(3, 4),)",
+            inputs2="(torch.randn(6, 4),)",
+        ),
         Example(
             """
             import torch
@@ -115,12 +159,30 @@ class ShapeBranch(Rule):
 
 
 def _only_raises(body: cst.BaseSuite) -> bool:
+    """The block ends in a `raise` (`msg = f"..."; raise ValueError(msg)` too) and holds only
+    simple statements: an error path."""
     lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    return all(
-        isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
-        and all(type(small) is cst.Raise for small in line.body)
-        for line in lines
+    return (
+        bool(lines)
+        and all(isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for line in lines)
+        and bool(lines[-1].body)
+        and type(lines[-1].body[-1]) is cst.Raise
     )
+
+
+def _reads_range_counter(test: cst.Comparison, ctx: RuleContext) -> bool:
+    """`elif k == n - 1:` in `for k in range(n):` (demucs): the loop, unrolled per size, is
+    DYN202's; the counter is a constant in each step, so this test adds no guard of its own."""
+    counters = {
+        a.target.value
+        for a in ctx.ancestors()
+        if type(a) is cst.For and type(a.target) is cst.Name and type(a.iter) is cst.Call
+        and type(a.iter.func) is cst.Name and a.iter.func.value == "range"
+    }
+    if not counters:
+        return False
+    sides = [test.left] + [c.comparator for c in test.comparisons]
+    return any(type(side) is cst.Name and side.value in counters for side in sides)
 
 
 def _against_zero_or_one(test: cst.Comparison) -> bool:
