@@ -291,6 +291,8 @@ class TensorControlFlow(Rule):
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
     gb_types = (
         ("GB0170", "Data-dependent branching"),
+        # A branch inside a comprehension: Dynamo cannot rebuild the comprehension to resume.
+        ("GB0092", "Reconstruction failure"),
     )
     node_types = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.UnaryOperation, cst.Call)
     fixable = "safe or unsafe"
