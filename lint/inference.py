@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from . import kinds as K
-from .kinds import B, N, P, S, T, U, TENSORISH
+from .kinds import B, N, P, S, T, U, TENSORISH, Kind
 from .nodes import is_none, iter_code_nodes, operator_operands, param_list
 
 
@@ -152,13 +152,6 @@ class KindInference:
             not a.star and (self.kind(a.value) not in TENSORISH or self.is_numpy_of_numbers(a.value)) for a in node.args
         )
 
-    def _module_tensor(self, node: cst.BaseExpression) -> bool:
-        """`self.weight`, `self.buf`: a parameter or buffer of the module."""
-        return (
-            type(node) is cst.Attribute and type(node.value) is cst.Name
-            and self.env.get(node.value.value) == "SELF" and node.attr.value in self.tensor_attrs
-        )
-
     def is_definite_tensor(self, node: cst.BaseExpression) -> bool:
         """A tensor for sure: not merely an unannotated parameter (see kinds.P)."""
         return self.kind(node) in (T, B)
@@ -210,10 +203,7 @@ class KindInference:
             bk = self.kind(base)
             if bk in TENSORISH:
                 if attr in K.SHAPE_ATTRS:
-                    # A parameter's or buffer's size is static (Dynamo's default
-                    # force_parameter_static_shapes / force_nn_module_property_static_shapes):
-                    # a number, no guard to recompile on (e3nn's `sa, sm = self.sha.shape`).
-                    return N if self._module_tensor(base) else S
+                    return S
                 if attr in K.NON_TENSOR_ATTRS:
                     return N
                 if attr in K.TENSOR_ATTRS:
@@ -228,6 +218,8 @@ class KindInference:
                 return bk
             if bk == S:
                 return S
+            if bk == Kind.CONTAINER:
+                return P  # `edge_index[0]` of a tuple of tensors
             return U
         if type(node) is cst.BinaryOperation:
             lk, rk = self.kind(node.left), self.kind(node.right)
@@ -341,7 +333,7 @@ class KindInference:
             rk = self.kind(recv)
             if rk in TENSORISH:
                 if meth in K.SIZE_METHODS:
-                    return N if self._module_tensor(recv) else S
+                    return S
                 if meth in K.NON_TENSOR_METHODS:
                     return N
                 if meth in K.BOOL_METHODS:

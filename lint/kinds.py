@@ -21,12 +21,17 @@ class Kind:
     # often flags or cache objects.
     PRESUMED = "P"
     SIZE = "S"  # an int taken from a tensor's shape
+    # Not a tensor itself, but what it holds may be (an `isinstance` test said so: the other
+    # branch of `isinstance(x, torch.Tensor)`, or `isinstance(x, (list, tuple))`): its items are
+    # presumed tensors.
+    CONTAINER = "C"
     NOT_TENSOR = "N"
     UNKNOWN = "U"
 
 
 # The analyzer's short names.
 T, B, P, S, N, U = Kind.TENSOR, Kind.BOOL_TENSOR, Kind.PRESUMED, Kind.SIZE, Kind.NOT_TENSOR, Kind.UNKNOWN
+C = Kind.CONTAINER
 
 TENSORISH = (T, B, P)
 

@@ -13,7 +13,7 @@ from . import kinds as K
 from .annotations import annotation_kind, type_comment_kinds
 from .callgraph import CallEdges
 from .inference import KindInference, int_only_params, merge_kinds, torch_non_tensor
-from .kinds import B, N, P, S, T, U, TENSORISH
+from .kinds import B, N, P, S, T, U, TENSORISH, Kind
 from .nodes import dotted, is_none, param_list
 from .rule import offer_fix
 from .summary import FunctionInfo
@@ -59,6 +59,7 @@ _NODE, _SKIP, _IF, _BLOCK = "node", "skip", "if", "block"
 
 # Builtin types an `isinstance` test can prove a value to be instead of a tensor.
 _PYTHON_TYPES = frozenset({"list", "tuple", "dict", "set", "int", "float", "str", "bool", "complex"})
+_NUMBER_TYPES = frozenset({"int", "float", "str", "bool", "complex"})
 
 
 class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
@@ -395,9 +396,12 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         if any(t is None for t in types):
             return {}, {}
         if all(t in ("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter") for t in types):
-            inside, outside = {name: T}, {name: N}
-        elif all(t in _PYTHON_TYPES for t in types):
+            # outside: not a tensor, but maybe a tuple of them (PyG's `edge_index`)
+            inside, outside = {name: T}, {name: Kind.CONTAINER}
+        elif all(t in _NUMBER_TYPES for t in types):
             inside, outside = {name: N}, {}
+        elif all(t in _PYTHON_TYPES for t in types):
+            inside, outside = {name: Kind.CONTAINER}, {}
         else:
             return {}, {}
         return (outside, inside) if negated else (inside, outside)
@@ -599,6 +603,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         ik = self.kind(it)
         if ik in TENSORISH:
             elem = T
+        elif ik == Kind.CONTAINER:
+            elem = P
         self._bind(node.target, None, elem)
         self._bind_zipped(node.target, it)
         ref = self._submodule_list_ref(it)
@@ -689,7 +695,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._visit(node.iter)
-        elem = T if self.is_tensor(node.iter) else U
+        ik = self.kind(node.iter)
+        elem = T if ik in TENSORISH else P if ik == Kind.CONTAINER else U
         self._bind(node.target, None, elem)
         self._bind_zipped(node.target, node.iter)  # `[l for l, drop in zip(layers, to_drop) if not drop]`
 
