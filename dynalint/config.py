@@ -42,6 +42,7 @@ KNOWN_KEYS = {
     "respect-gitignore",
     "cache-dir",
     "target-torch",
+    "min-torch",
 }
 
 DEFAULT_EXCLUDE = (
@@ -102,6 +103,9 @@ class Config:
     # The torch version the code runs on ("2.14"): version-aware rules follow it. None: the
     # installed torch's (read from its package metadata; see lint/target.py).
     target_torch: Optional[str] = None
+    # The oldest torch the linted project supports (`min-torch`, else its pyproject's
+    # `[project] dependencies`): below 2.3 the print/logging/warnings guard is unsafe.
+    min_torch: Optional[str] = None
     path: Optional[Path] = None  # the file it came from
     # Look for nearer configs per file (off for configs built in code or given with --config).
     hierarchical: bool = False
@@ -316,6 +320,13 @@ def parse_table(table: dict[str, Any], path: Optional[Path]) -> Config:
             if not isinstance(value, str) or parse_version(value) is None:
                 raise ConfigError("`target-torch` must be a torch version such as \"2.14\"")
             cfg.target_torch = value
+        if "min-torch" in table:
+            from dynalint.lint.target import parse_version
+
+            value = table["min-torch"]
+            if not isinstance(value, str) or parse_version(value) is None:
+                raise ConfigError("`min-torch` must be a torch version such as \"2.3\"")
+            cfg.min_torch = value
     except ConfigError as exc:
         raise ConfigError(f"{exc}{where}") from None
     return cfg
@@ -411,6 +422,33 @@ def clear_config_cache() -> None:
     _NEAREST.clear()
 
 
+_TORCH_LOWER_BOUND = re.compile(r"(?:>=|~=|==|>)\s*(\d+\.\d+)")
+
+
+def declared_min_torch(start: Path) -> Optional[str]:
+    """The lowest torch the nearest pyproject.toml's `[project] dependencies` admit
+    (`"torch>=1.13"` -> "1.13"); None without such a file, a torch requirement or a lower bound."""
+    d: Optional[Path] = Path(start).absolute()
+    d = d if d.is_dir() else d.parent
+    while d is not None:
+        p = d / "pyproject.toml"
+        if p.is_file():
+            try:
+                data = tomllib.loads(p.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                return None
+            deps = (data.get("project") or {}).get("dependencies") or []
+            for dep in deps if isinstance(deps, list) else []:
+                m = re.match(r"\s*torch\s*(?:\[[^\]]*\])?\s*([^;]*)", dep) if isinstance(dep, str) else None
+                if m is None or re.match(r"\s*torch[\w.-]", dep):
+                    continue  # not torch itself (torchvision, torch-geometric)
+                bounds = _TORCH_LOWER_BOUND.findall(m.group(1))
+                return min(bounds, key=lambda v: tuple(int(x) for x in v.split("."))) if bounds else None
+            return None
+        d = d.parent if d.parent != d else None
+    return None
+
+
 def find_config(start: Path) -> Optional[Path]:
     """The nearest config file for start (a file or a folder), walking up."""
     start = Path(start).absolute()
@@ -428,4 +466,7 @@ def resolve_config(
         found = find_config(paths[0] if paths else Path.cwd())
         cfg = load_config_file(found) if found is not None else Config()
         cfg.hierarchical = True
-    return cfg.with_overrides(overrides)
+    cfg = cfg.with_overrides(overrides)
+    if cfg.min_torch is None:
+        cfg.min_torch = declared_min_torch(paths[0] if paths else Path.cwd())
+    return cfg

@@ -3,7 +3,9 @@
 In eager mode `is_compiling()` is False, so the statement runs exactly as before; while Dynamo
 traces, the branch is dropped and the graph stays whole. Safe in a file that imports torch at
 module level; unsafe where the guard has to import torch inside the function (the file imports
-none); no fix on a path the file keeps for torch < 2.3. The rules declare "safe or unsafe".
+none) or where the project supports torch < 2.3 (`min-torch`, else the torch floor of its
+pyproject's `[project] dependencies`); no fix on a path the file keeps for torch < 2.3. The rules
+declare "safe or unsafe".
 
 Adjacent statements that need the guard go into one block: every finding of such a run gets the
 same edits, so applying them together writes one `if`. A run that directly follows an existing
@@ -19,6 +21,7 @@ import libcst as cst
 
 from dynalint.findings import NOQA, SAFE, UNSAFE
 from dynalint.lint.rule import RuleContext
+from dynalint.lint.target import torch_floor
 
 from .base import SourceInfo, guarded, insert_at, insert_line_before, make_fix, source_info
 from .imports import imports_torch, is_compiling_helper, torch_reference
@@ -111,7 +114,10 @@ def is_compiling_call(info: SourceInfo, positions, stmt: cst.CSTNode, indent: st
         return None
     if imports_torch(info.module):  # `import torch` next to the file's own torch imports
         torch, import_edits = torch_reference(info, positions)
-        return f"{torch}.compiler.is_compiling()", "", import_edits, SAFE
+        # A project that still supports torch < 2.3 (its `min-torch`, or `torch>=1.13` in its
+        # pyproject) would raise AttributeError there where the guarded line runs: unsafe.
+        floor = torch_floor()
+        return f"{torch}.compiler.is_compiling()", "", import_edits, UNSAFE if floor is not None and floor < (2, 3) else SAFE
     return "torch.compiler.is_compiling()", f"{indent}import torch{info.newline}", [], UNSAFE
 
 

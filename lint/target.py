@@ -48,10 +48,25 @@ def target_torch() -> Optional[tuple[int, int]]:
     return installed_torch()
 
 
+_floor: Optional[str] = None  # `min-torch` of the run's config (or its pyproject's floor)
+
+
+def torch_floor() -> Optional[tuple[int, int]]:
+    """The oldest torch the linted project supports, None where unknown."""
+    return parse_version(_floor)
+
+
+def configure_floor(text: Optional[str]) -> None:
+    global _floor
+    _floor = text
+
+
 def target_text() -> str:
-    """For cache keys: which target the findings were computed for."""
+    """For cache keys: which target the findings were computed for (and the project's torch floor,
+    which decides whether a guard fix is safe)."""
     t = target_torch()
-    return "unknown" if t is None else f"{t[0]}.{t[1]}"
+    text = "unknown" if t is None else f"{t[0]}.{t[1]}"
+    return text if _floor is None else f"{text}/min{_floor}"
 
 
 def configure(text: Optional[str]) -> None:

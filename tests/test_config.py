@@ -269,3 +269,39 @@ def test_codes_are_checked_without_loading_the_rules():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert "unknown rule code or prefix 'DYN999'" in out
     assert out.strip().endswith("[]")
+
+
+@pytest.mark.parametrize(
+    "dependencies, floor",
+    [
+        ('["numpy", "torchvision>=0.1", "torch>=1.13,<3"]', "1.13"),
+        ('["torch~=2.4.0"]', "2.4"),
+        ('["torch[opt]==2.1.2; python_version >= \'3.9\'"]', "2.1"),
+        ('["torch"]', None),  # no lower bound
+        ('["torch-geometric>=2.0"]', None),  # not torch
+    ],
+)
+def test_the_projects_torch_floor_is_read_from_its_pyproject(tmp_path, dependencies, floor):
+    from dynalint.config import declared_min_torch
+
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "p"\ndependencies = {dependencies}\n')
+    (tmp_path / "pkg").mkdir()
+    assert declared_min_torch(tmp_path / "pkg") == floor
+
+
+def test_guard_fixes_are_unsafe_where_the_project_supports_torch_before_2_3(tmp_path, monkeypatch):
+    # peft declares torch>=1.13: `torch.compiler.is_compiling` (2.3) would raise there.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=1.13"]\n')
+    source = "import torch\n\n\n@torch.compile\ndef f(x):\n    print(x)\n    return x * 2\n"
+    (tmp_path / "m.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(main, ["check", "m.py", "--fix", "--no-cache"])
+    assert result.exit_code == 1 and (tmp_path / "m.py").read_text() == source
+    assert "1 more fix available with `--fix --unsafe-fixes`" in result.output
+    # `min-torch` says otherwise: the guard is safe again.
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "p"\ndependencies = ["torch>=1.13"]\n\n[tool.dynalint]\nmin-torch = "2.4"\n'
+    )
+    result = runner.invoke(main, ["check", "m.py", "--fix", "--no-cache"])
+    assert "if not torch.compiler.is_compiling():\n        print(x)" in (tmp_path / "m.py").read_text()

@@ -353,7 +353,8 @@ def analyze_files(
     from dynalint.lint.regions import Visited
     from dynalint.lint.summary import FileSummary
 
-    target.configure(config.target_torch)  # before any worker is forked
+    target.configure(config.target_torch)
+    target.configure_floor(config.min_torch)  # before any worker is forked
     compiling = tuple(config.is_compiling_functions)
     cache_arg = str(cache_dir) if cache_dir else None
     work = [_work_item(f, compiling, cache_arg) for f in files]

@@ -88,6 +88,7 @@ def lint_tree(
     from dynalint.run.cache import Cache
 
     target.configure(config.target_torch)
+    target.configure_floor(config.min_torch)
     cache = Cache(Path(cache_dir))
     compiling = tuple(config.is_compiling_functions)
     work = [engine._work_item(f, compiling, str(cache_dir)) for f in files]
