@@ -49,6 +49,7 @@ class CallEdges:
         if method is not None:
             if self.class_info is not None and method in self.class_info.methods:
                 key = f"{self.cls}.{method}"
+                self.fa.call_guards.setdefault(key, {})[id(node)] = self._guard_facts()
         elif type(func) is cst.Name and func.value in self.fa.local_functions and func.value not in self.env:
             key = f"{self.fa.summary.module}.{func.value}"
         else:
@@ -63,6 +64,25 @@ class CallEdges:
                 slot = arg.keyword.value if arg.keyword is not None else i
                 # A definite tensor at one call site and a presumed one at another: presumed.
                 hints[slot] = P if P in (k, hints.get(slot)) else T
+
+    def _guard_facts(self) -> dict:
+        """`self.<attr>` truths the enclosing `if` tests assert (`if self.merged:`, `if not
+        self.training and self.ready:`); a test of any other form says nothing."""
+        facts: dict = {}
+        for test in self.branch_tests:
+            stack = [test]
+            while stack:
+                t = stack.pop()
+                if type(t) is cst.BooleanOperation and type(t.operator) is cst.And:
+                    stack += [t.left, t.right]
+                    continue
+                value = True
+                while type(t) is cst.UnaryOperation and type(t.operator) is cst.Not:
+                    t, value = t.expression, not value
+                attr = self.self_attr(t)
+                if attr is not None:
+                    facts[attr] = value
+        return facts
 
     def _record_external_call_site(self, node: cst.Call) -> None:
         """`clamp_outliers(h)` with `clamp_outliers` imported from a linted file: remember which

@@ -53,6 +53,9 @@ class FileAnalyzer:
         # function qualname -> parameters with a `None` default that its body uses as tensors
         # (a tensor method on them, `~mask`, arithmetic with a tensor, an argument of a torch op).
         self.param_evidence: dict[str, frozenset] = {}
+        # method key -> {call site node id -> {attr: truth}}: what the `if` tests around each
+        # `self.method()` call say about `self.<attr>` (see FunctionContext._entry_facts).
+        self.call_guards: dict[str, dict[int, dict[str, bool]]] = {}
         # function qualname -> the parameters some `return` gives back as they came in
         # (`def default(val, d): return val if exists(val) else d`), as (position, name, kind of
         # the default): a call's value is then its arguments' kinds, not a tensor for all callers.

@@ -62,6 +62,13 @@ _PYTHON_TYPES = frozenset({"list", "tuple", "dict", "set", "int", "float", "str"
 _NUMBER_TYPES = frozenset({"int", "float", "str", "bool", "complex"})
 
 
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (
+        type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 and type(stmt.body[0]) is cst.Expr
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
 class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     """Walks one function's live code in order, tracking which names hold tensors, and runs rules.
     What rules may use of it is `lint.rule.RuleContext`; the rest is the walk's own."""
@@ -137,6 +144,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self._dispatching: Optional[cst.CSTNode] = None  # the node whose rules are running
         self._part: Optional[cst.CSTNode] = None  # the statement of the body being walked
         self._call_name_memo: Optional[tuple] = None
+        self._entry_facts: Optional[dict] = None  # see _facts_at_entry
 
     # -- public helpers for rules --------------------------------------------------------
     @property
@@ -221,9 +229,13 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return
         # `_walk_block(body)`, noting the statement of the body being walked: findings are
         # positioned by those statements when they can be (`FileAnalyzer.note_part`).
+        self._entry_facts = self._facts_at_entry()
         for stmt in body.body:
             self._part = stmt
-            if self._walk_stmt(stmt):
+            exits = self._walk_stmt(stmt)
+            if not _is_docstring(stmt):
+                self._entry_facts = None  # they hold for the first statement only
+            if exits:
                 break
         self._part = None
 
@@ -432,7 +444,26 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             values[id(node)] = (node, _combine_truth(node, truths))
         return values[id(test)][1]
 
+    def _facts_at_entry(self) -> Optional[dict]:
+        """What every `self.<method>()` call of this method in the file asserts about
+        `self.<attr>` (peft's `unmerge()`, called only under `if self.merged:`, so its `if not
+        self.merged: warnings.warn(...); return` never runs there). Not for a compile root
+        (Dynamo enters it directly) or a method called no other way seen here."""
+        if self.is_root or self.cls is None or self.probe_only:
+            return None
+        sites = self.fa.call_guards.get(self.qual)
+        if not sites:
+            return None
+        facts = None
+        for site in sites.values():
+            facts = dict(site) if facts is None else {a: v for a, v in facts.items() if site.get(a) == v}
+        return facts or None
+
     def _leaf_truth(self, test: cst.BaseExpression) -> Optional[bool]:
+        if self._entry_facts:
+            attr = self.self_attr(test)
+            if attr is not None and attr in self._entry_facts:
+                return self._entry_facts[attr]
         if type(test) is cst.Call and not test.args:
             q = self.qualname(test.func)
             if q is None:

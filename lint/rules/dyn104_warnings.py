@@ -77,6 +77,37 @@ class WarningsWarn(Rule):
     )
     valid = (
         Example(
+            # peft's LoRA layers: `unmerge()` warns when nothing is merged, but forward calls it
+            # only under `if self.merged:`, so the warning never runs while compiling.
+            """
+            import warnings
+
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.base = nn.Linear(4, 4)
+                    self.merged = False
+                    self.disable_adapters = True
+
+                def unmerge(self):
+                    \"\"\"Unmerge the adapter weights.\"\"\"
+                    if not self.merged:
+                        warnings.warn("Already unmerged. Nothing to do.")
+                        return
+                    self.merged = False
+
+                def forward(self, x):
+                    if self.disable_adapters:
+                        if self.merged:
+                            self.unmerge()
+                    return self.base(x)
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
             """
             import warnings
             import torch
