@@ -30,6 +30,7 @@ import keyword
 import libcst as cst
 
 from dynalint.findings import UNSAFE, Edit
+from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.nodes import operator_operands
 from dynalint.lint.kinds import Kind, TENSORISH
 from dynalint.lint.rule import RuleContext
@@ -77,8 +78,6 @@ _BLOWS_UP = frozenset(
 
 def _may_blow_up(node: cst.CSTNode) -> bool:
     """A division by something other than a number, or a call with a pole (`log`, `sqrt`, ...)."""
-    from dynalint.lint.fastcst import iter_nodes
-
     for n in iter_nodes(node):
         if type(n) is cst.BinaryOperation and type(n.operator) in (cst.Divide, cst.FloorDivide, cst.Modulo):
             if not is_number(n.right):

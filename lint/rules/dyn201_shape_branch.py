@@ -183,7 +183,8 @@ def _module_tensor_size(node: cst.BaseExpression, ctx: RuleContext) -> bool:
         node = node.value
     else:
         return False
-    return ctx.self_attr(node) is not None and ctx.self_attr(node) in ctx.tensor_attrs
+    attr = ctx.self_attr(node)
+    return attr is not None and attr in ctx.tensor_attrs
 
 
 def _static_sizes_only(test: cst.Comparison, ctx: RuleContext) -> bool:
