@@ -70,15 +70,6 @@ def guarded(code: str, generator: Callable) -> Callable:
 # Small CST helpers
 
 
-def is_docstring(stmt: cst.CSTNode) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
 def single_small_statement(stmt: cst.CSTNode) -> Optional[cst.BaseSmallStatement]:
     """The only small statement of a one-statement line, else None."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:

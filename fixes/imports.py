@@ -12,7 +12,9 @@ from dynalint.findings import Edit
 from dynalint.lint.nodes import dotted
 from dynalint.lint.variables import variable_reads
 
-from .base import SourceInfo, insert_line_before, is_docstring
+from dynalint.lint.nodes import is_docstring
+
+from .base import SourceInfo, insert_line_before
 
 
 

@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from . import kinds as K
-from .kinds import B, N, P, S, T, U, TENSORISH, Kind
+from .kinds import B, C, N, P, S, T, U, TENSORISH
 from .nodes import is_none, iter_code_nodes, operator_operands, param_list
 
 
@@ -218,7 +218,7 @@ class KindInference:
                 return bk
             if bk == S:
                 return S
-            if bk == Kind.CONTAINER:
+            if bk == C:
                 return P  # `edge_index[0]` of a tuple of tensors
             return U
         if type(node) is cst.BinaryOperation:

@@ -61,3 +61,13 @@ def operator_operands(node: cst.BaseExpression) -> Optional[list]:
     if type(node) is cst.UnaryOperation:
         return [node.expression]
     return None
+
+
+def is_docstring(stmt: cst.CSTNode) -> bool:
+    """A statement that is only a string (a docstring where it comes first)."""
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )

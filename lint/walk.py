@@ -13,8 +13,8 @@ from . import kinds as K
 from .annotations import annotation_kind, type_comment_kinds
 from .callgraph import CallEdges
 from .inference import KindInference, int_only_params, merge_kinds, torch_non_tensor
-from .kinds import B, N, P, S, T, U, TENSORISH, Kind
-from .nodes import dotted, is_none, param_list
+from .kinds import B, C, N, P, S, T, U, TENSORISH
+from .nodes import dotted, is_docstring, is_none, param_list
 from .rule import offer_fix
 from .summary import FunctionInfo
 
@@ -62,13 +62,6 @@ _PYTHON_TYPES = frozenset({"list", "tuple", "dict", "set", "int", "float", "str"
 _NUMBER_TYPES = frozenset({"int", "float", "str", "bool", "complex"})
 
 
-def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (
-        type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 and type(stmt.body[0]) is cst.Expr
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
 class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     """Walks one function's live code in order, tracking which names hold tensors, and runs rules.
     What rules may use of it is `lint.rule.RuleContext`; the rest is the walk's own."""
@@ -95,10 +88,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.passthrough_read: dict[str, tuple] = {}
         self.hints_read: Optional[dict] = None
         self.evidence_read: frozenset = frozenset()
-        # Parameters still bound to what the caller passed, and those with a `None` default whose
-        # use as a tensor this walk saw (see FileAnalyzer.param_evidence).
+        # Parameters still bound to what the caller passed.
         self.param_origin: set[str] = set()
-        self.optional_params: set[str] = set()
         # Parameters whose use as a tensor is looked for: those with a `None` default, and those
         # presumed tensors (`Kind.PRESUMED`), which such a use makes tensors for sure.
         self.evidence_params: set[str] = set()
@@ -233,7 +224,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         for stmt in body.body:
             self._part = stmt
             exits = self._walk_stmt(stmt)
-            if not _is_docstring(stmt):
+            if not is_docstring(stmt):
                 self._entry_facts = None  # they hold for the first statement only
             if exits:
                 break
@@ -268,8 +259,6 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             self.param_origin.add(name)
             self.param_slots[name] = (pos, U if p.default is None else self.kind(p.default))
             optional = p.default is not None and is_none(p.default)
-            if optional and ak is None:
-                self.optional_params.add(name)
             if ak is None and (p.default is None or optional):
                 self.evidence_params.add(name)  # may be presumed a tensor (here or in the final walk)
             if ak is None and commented is not None:
@@ -409,11 +398,11 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return {}, {}
         if all(t in ("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter") for t in types):
             # outside: not a tensor, but maybe a tuple of them (PyG's `edge_index`)
-            inside, outside = {name: T}, {name: Kind.CONTAINER}
+            inside, outside = {name: T}, {name: C}
         elif all(t in _NUMBER_TYPES for t in types):
             inside, outside = {name: N}, {}
         elif all(t in _PYTHON_TYPES for t in types):
-            inside, outside = {name: Kind.CONTAINER}, {}
+            inside, outside = {name: C}, {}
         else:
             return {}, {}
         return (outside, inside) if negated else (inside, outside)
@@ -634,7 +623,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         ik = self.kind(it)
         if ik in TENSORISH:
             elem = T
-        elif ik == Kind.CONTAINER:
+        elif ik == C:
             elem = P
         self._bind(node.target, None, elem)
         self._bind_zipped(node.target, it)
@@ -727,7 +716,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._visit(node.iter)
         ik = self.kind(node.iter)
-        elem = T if ik in TENSORISH else P if ik == Kind.CONTAINER else U
+        elem = T if ik in TENSORISH else P if ik == C else U
         self._bind(node.target, None, elem)
         self._bind_zipped(node.target, node.iter)  # `[l for l, drop in zip(layers, to_drop) if not drop]`
 
