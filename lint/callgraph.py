@@ -39,6 +39,19 @@ def submodule_types(value: cst.BaseExpression, fa: FileAnalyzer) -> list[str]:
     return [q] if last[:1].isupper() else []
 
 
+def _passed_arguments(node: cst.Call) -> tuple:
+    """(number of positional arguments, keyword names, whether `*args`/`**kwargs` pass more)"""
+    positional, keywords, star = 0, set(), False
+    for arg in node.args:
+        if arg.star:
+            star = True
+        elif arg.keyword is not None:
+            keywords.add(arg.keyword.value)
+        else:
+            positional += 1
+    return positional, frozenset(keywords), star
+
+
 class CallEdges:
     """The call-graph part of `FunctionContext` (`lint.walk`), which it mixes in."""
 
@@ -50,6 +63,7 @@ class CallEdges:
             if self.class_info is not None and method in self.class_info.methods:
                 key = f"{self.cls}.{method}"
                 self.fa.call_guards.setdefault(key, {})[id(node)] = self._guard_facts()
+                self.fa.call_passed.setdefault(key, {})[id(node)] = _passed_arguments(node)
         elif type(func) is cst.Name and func.value in self.fa.local_functions and func.value not in self.env:
             key = f"{self.fa.summary.module}.{func.value}"
         else:

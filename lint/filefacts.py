@@ -56,6 +56,9 @@ class FileAnalyzer:
         # method key -> {call site node id -> {attr: truth}}: what the `if` tests around each
         # `self.method()` call say about `self.<attr>` (see FunctionContext._entry_facts).
         self.call_guards: dict[str, dict[int, dict[str, bool]]] = {}
+        # method key -> {call site node id -> what it passes (see callgraph._passed_arguments)}:
+        # parameters every call leaves at a None/True/False default hold it in the method.
+        self.call_passed: dict[str, dict[int, tuple]] = {}
         # function qualname -> the parameters some `return` gives back as they came in
         # (`def default(val, d): return val if exists(val) else d`), as (position, name, kind of
         # the default): a call's value is then its arguments' kinds, not a tensor for all callers.

@@ -17,6 +17,7 @@ from .kinds import B, C, N, P, S, T, U, TENSORISH
 from .nodes import dotted, is_docstring, is_none, param_list
 from .rule import offer_fix
 from .summary import FunctionInfo
+from .variables import rebound_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from .filefacts import FileAnalyzer
@@ -59,6 +60,11 @@ _NODE, _SKIP, _IF, _BLOCK = "node", "skip", "if", "block"
 
 # Builtin types an `isinstance` test can prove a value to be instead of a tensor.
 _PYTHON_TYPES = frozenset({"list", "tuple", "dict", "set", "int", "float", "str", "bool", "complex"})
+# Errors tensor code raises when it runs (in the compiled graph), not while Dynamo traces.
+_RUNTIME_ERRORS = frozenset({
+    "RuntimeError", "MemoryError", "torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError",
+})
+_LITERAL_DEFAULTS = {"None": None, "True": True, "False": False}
 _NUMBER_TYPES = frozenset({"int", "float", "str", "bool", "complex"})
 
 
@@ -136,6 +142,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self._part: Optional[cst.CSTNode] = None  # the statement of the body being walked
         self._call_name_memo: Optional[tuple] = None
         self._entry_facts: Optional[dict] = None  # see _facts_at_entry
+        self._defaults_held: dict = {}  # see _defaults_left_by_callers
 
     # -- public helpers for rules --------------------------------------------------------
     @property
@@ -221,6 +228,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         # `_walk_block(body)`, noting the statement of the body being walked: findings are
         # positioned by those statements when they can be (`FileAnalyzer.note_part`).
         self._entry_facts = self._facts_at_entry()
+        self._defaults_held = self._defaults_left_by_callers()
         for stmt in body.body:
             self._part = stmt
             exits = self._walk_stmt(stmt)
@@ -448,7 +456,45 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             facts = dict(site) if facts is None else {a: v for a, v in facts.items() if site.get(a) == v}
         return facts or None
 
+    def _defaults_left_by_callers(self) -> dict:
+        """Parameters with a None/True/False default that every `self.<method>()` call of this
+        method in the file leaves out, and that its body never rebinds: they hold the default
+        throughout (sb3's `extract_features(obs)`, whose `if features_extractor is not None:
+        warnings.warn(...)` never runs there; peft's `merge()` and its `if safe_merge:` checks).
+        Same limits as _facts_at_entry: callers in other files are not seen."""
+        if self.is_root or self.cls is None or self.probe_only:
+            return {}
+        sites = self.fa.call_passed.get(self.qual)
+        if not sites:
+            return {}
+        params = self.fn.params
+        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+        if positional and not any(dotted(d.decorator) == "staticmethod" for d in self.fn.decorators):
+            positional = positional[1:]  # self / cls, not passed at a `self.m(...)` call
+        held = {}
+        for p in param_list(params):
+            d = p.default
+            if type(d) is not cst.Name or d.value not in _LITERAL_DEFAULTS:
+                continue
+            name = p.name.value
+            pos = positional.index(name) if name in positional else None
+            if all(not star and name not in kws and (pos is None or npos <= pos) for npos, kws, star in sites.values()):
+                held[name] = _LITERAL_DEFAULTS[d.value]
+        if held:
+            for name in rebound_names(self.fn.body):
+                held.pop(name, None)
+        return held
+
     def _leaf_truth(self, test: cst.BaseExpression) -> Optional[bool]:
+        held = self._defaults_held
+        if held:
+            t = type(test)
+            if t is cst.Name and test.value in held:
+                return bool(held[test.value])
+            if t is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Name and test.left.value in held:
+                op, other = test.comparisons[0].operator, test.comparisons[0].comparator
+                if is_none(other) and type(op) in (cst.Is, cst.IsNot):
+                    return (held[test.left.value] is None) == (type(op) is cst.Is)
         if self._entry_facts:
             attr = self.self_attr(test)
             if attr is not None and attr in self._entry_facts:
@@ -679,6 +725,20 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 self._bind(item.asname.name, item.item, U)
         self._walk_block(node.body)
         return False
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> bool:
+        """A handler of runtime errors only (`except RuntimeError as e: if "out of memory" in
+        str(e): logger.warning(...)`) whose `try` raises nothing itself: errors of tensor code come
+        from the compiled graph when it runs, never while Dynamo traces, so Dynamo never traces
+        the handler (measured: a failing `view` in such a `try` is a compile error, not a jump to
+        the handler). Its code is not walked."""
+        if node.type is None or len(self.stack) < 2 or type(self.stack[-2]) is not cst.Try:
+            return True
+        caught = node.type.elements if type(node.type) is cst.Tuple else None
+        types = [e.value for e in caught] if caught is not None else [node.type]
+        if not all(self.qualname(t) in _RUNTIME_ERRORS for t in types):
+            return True
+        return any(type(n) is cst.Raise for n in fastcst.iter_nodes(self.stack[-2].body))
 
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is None:

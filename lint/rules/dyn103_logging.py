@@ -114,6 +114,32 @@ class LoggingCall(Rule):
     )
     valid = (
         Example(
+            # sentence-transformers' SPLADE pooling: the handler of an out-of-memory error runs
+            # when the compiled graph fails, never while Dynamo traces.
+            """
+            import logging
+            import torch
+            from torch import nn
+
+            logger = logging.getLogger(__name__)
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    try:
+                        y = self.proj(x).relu()
+                    except RuntimeError as e:
+                        if "out of memory" in str(e):
+                            logger.warning("Out of memory; try a smaller batch")
+                        raise
+                    return y.amax(dim=-1)
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
             """
             import logging
             import torch

@@ -74,6 +74,29 @@ class WarningsWarn(Rule):
                     return y + 1
             """,
         ),
+        Example(
+            # The same method, called once with the argument: the warning runs there.
+            """
+            import warnings
+
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.features = nn.Linear(4, 4)
+
+                def extract_features(self, obs, features_extractor=None):
+                    if features_extractor is not None:
+                        warnings.warn("features_extractor is deprecated")  # expect: DYN104
+                    return self.features(obs)
+
+                def forward(self, obs):
+                    return self.extract_features(obs, self.features).relu()
+            """,
+            dynamo=BREAKS,
+        ),
     )
     valid = (
         Example(
@@ -104,6 +127,30 @@ class WarningsWarn(Rule):
                         if self.merged:
                             self.unmerge()
                     return self.base(x)
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            # stable-baselines3's `extract_features(obs, features_extractor=None)`: every call
+            # leaves the parameter at its default, so the deprecation warning never runs.
+            """
+            import warnings
+
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.features = nn.Linear(4, 4)
+
+                def extract_features(self, obs, features_extractor=None):
+                    if features_extractor is not None:
+                        warnings.warn("features_extractor is deprecated", DeprecationWarning)
+                    return self.features(obs)
+
+                def forward(self, obs):
+                    return self.extract_features(obs).relu()
             """,
             dynamo=CLEAN,
         ),

@@ -32,9 +32,8 @@ really never changes.
 
 import libcst as cst
 
-from ..fastcst import iter_nodes
-
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
+from ..static_sizes import static_names, static_size
 
 
 class ShapeBranch(Rule):
@@ -173,39 +172,11 @@ def _only_raises(body: cst.BaseSuite) -> bool:
     )
 
 
-def _module_tensor_size(node: cst.BaseExpression, ctx: RuleContext) -> bool:
-    """`self.buf.shape`, `self.weight.shape[0]`, `self.buf.size(1)` of a parameter or buffer."""
-    while type(node) is cst.Subscript:
-        node = node.value
-    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "size":
-        node = node.func.value
-    elif type(node) is cst.Attribute and node.attr.value == "shape":
-        node = node.value
-    else:
-        return False
-    attr = ctx.self_attr(node)
-    return attr is not None and attr in ctx.tensor_attrs
-
-
 def _static_sizes_only(test: cst.Comparison, ctx: RuleContext) -> bool:
-    """Every size the test reads is a parameter's or buffer's, which Dynamo keeps static (its
-    default force_parameter_static_shapes / force_nn_module_property_static_shapes): e3nn's
-    `sa, sm = self.sha.shape; if sa >= sm`. Names count when the function binds them only from
-    such sizes."""
-    state = ctx.rule_state("DYN201")
-    if state.get("fn") is not ctx.fn:
-        static, other = set(), set()
-        for node in iter_nodes(ctx.fn.body):
-            if type(node) is cst.Assign:
-                names = [n.value for t in node.targets for n in iter_nodes(t.target) if type(n) is cst.Name]
-                (static if _module_tensor_size(node.value, ctx) else other).update(names)
-        state["fn"], state["static"] = ctx.fn, static - other
-    static = state["static"]
-    sides = [test.left] + [c.comparator for c in test.comparisons]
-    return all(
-        _module_tensor_size(s, ctx) or (type(s) is cst.Name and s.value in static) or type(s) is cst.Integer
-        for s in sides
-    )
+    """Every size the test reads is one Dynamo keeps static (`lint.static_sizes`): e3nn's
+    `sa, sm = self.sha.shape; if sa >= sm` on a buffer."""
+    static = static_names(ctx)
+    return all(static_size(s, ctx, static) for s in [test.left] + [c.comparator for c in test.comparisons])
 
 
 def _reads_range_counter(test: cst.Comparison, ctx: RuleContext) -> bool:

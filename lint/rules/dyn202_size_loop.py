@@ -25,6 +25,7 @@ import libcst as cst
 
 from ..kinds import Kind
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
+from ..static_sizes import static_names, static_size
 
 
 class SizeLoop(Rule):
@@ -37,7 +38,8 @@ class SizeLoop(Rule):
     def check(self, node: cst.For, ctx: RuleContext) -> None:
         it = node.iter
         if type(it) is cst.Call and ctx.call_name(it) == "range":
-            if any(ctx.kind(a.value) == Kind.SIZE for a in it.args):
+            sizes = [a.value for a in it.args if ctx.kind(a.value) == Kind.SIZE]
+            if sizes and not all(static_size(s, ctx, static_names(ctx)) for s in sizes):
                 ctx.report(self, it, "loop over a tensor's size is unrolled per size: recompiles when the size changes")
         elif ctx.is_tensor(it) and type(it) is not cst.Call:
             ctx.report(self, it, "loop over a tensor's rows is unrolled per size: recompiles when the size changes")
@@ -58,6 +60,32 @@ class SizeLoop(Rule):
         ),
     )
     valid = (
+        Example(
+            # peft's BOFT: a loop over the sizes of parameters and buffers, and of a tensor
+            # computed only from them. Dynamo keeps those sizes static: no guard, no recompile.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rotations = nn.Parameter(torch.randn(3, 4, 4))
+                    self.register_buffer("perm", torch.eye(4).repeat(3, 1, 1))
+
+                def forward(self, x):
+                    for i in range(self.rotations.shape[0]):
+                        x = x @ self.rotations[i]
+                    chain = torch.bmm(self.rotations, self.perm.permute(0, 2, 1))
+                    m = chain[0]
+                    for i in range(1, chain.shape[0]):
+                        m = chain[i] @ m
+                    return x @ m
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="(torch.randn(3, 4),)",
+            inputs2="(torch.randn(6, 4),)",
+        ),
         Example(
             # lightly's apply_masks: a tensor wrapped into a list is looped over as a list.
             """
