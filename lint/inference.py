@@ -265,6 +265,16 @@ class KindInference:
             return N
         return U
 
+    def _len_of_tensor(self, arg: cst.BaseExpression) -> bool:
+        """`len(x)` is a size for a tensor, but not for the value of a submodule or helper call,
+        taken for a tensor and as often a tuple of them (pytorch-metric-learning's
+        `indices_tuple = self.miner(...)`; `if len(indices_tuple) == 3:`)."""
+        if not self.is_tensor(arg):
+            return False
+        if type(arg) is cst.Name:
+            return arg.value not in self.call_values
+        return not (type(arg) is cst.Call and self._module_or_helper_call(arg))
+
     def _call_kind(self, node: cst.Call) -> str:
         func = node.func
         q = self.qualname(func)
@@ -275,7 +285,7 @@ class KindInference:
                 first = self.kind(node.args[0].value)
                 return T if first == B else first
             if "." not in q and q in K.NON_TENSOR_BUILTINS:
-                if q == "len" and node.args and self.is_tensor(node.args[0].value):
+                if q == "len" and node.args and self._len_of_tensor(node.args[0].value):
                     return S
                 if q == "int" and node.args and self.kind(node.args[0].value) == S:
                     return S

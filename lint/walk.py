@@ -124,6 +124,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.class_info = fa.summary.classes.get(cls) if cls else None
         self.nested_defs: set[str] = set()
         self.numpy_names: set[str] = set()  # names bound to NumPy values
+        self.call_values: set[str] = set()  # names bound to a submodule's or helper's value (see _len_of_tensor)
         # Ancestors of the node being checked, outermost first (statements included), so that a
         # fix can find the statement and block around a finding.
         self.stack: list[cst.CSTNode] = []
@@ -846,6 +847,18 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         return False
 
     # -- binding and kinds ------------------------------------------------------------------
+    def _module_or_helper_call(self, call: cst.Call) -> bool:
+        """A call of a submodule, a method or a helper (`self.miner(x)`, `self.layers[i](x)`,
+        `prepare(x)`), whose value may be a tuple; not a torch function or a tensor method."""
+        func = call.func
+        if type(func) is cst.Attribute:
+            return self.self_attr(func) is not None or (
+                self.self_attr(func.value) is not None and self.self_attr(func.value) not in self.tensor_attrs
+            )
+        if type(func) is cst.Name:
+            return not (self.qualname(func) or "").startswith("torch.")
+        return type(func) is cst.Subscript
+
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], value_kind: str) -> None:
         if type(target) is cst.Name:
             self.env[target.value] = value_kind
@@ -855,6 +868,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 self.numpy_names.add(target.value)
             else:
                 self.numpy_names.discard(target.value)
+            if value_kind in (T, P) and type(value) is cst.Call and self._module_or_helper_call(value):
+                self.call_values.add(target.value)
+            else:
+                self.call_values.discard(target.value)
         elif type(target) in (cst.Tuple, cst.List):
             elems = [e.value for e in target.elements]
             if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elems):

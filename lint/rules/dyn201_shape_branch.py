@@ -99,6 +99,33 @@ class ShapeBranch(Rule):
     )
     valid = (
         Example(
+            # pytorch-metric-learning's CrossBatchMemory: a miner (a submodule) returns a tuple
+            # of index tensors, and `len()` tells which kind: no tensor's size is read.
+            """
+            import torch
+            from torch import nn
+
+            class Miner(nn.Module):
+                def forward(self, x):
+                    a = torch.arange(x.shape[0])
+                    return a, a, a
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.miner = Miner()
+
+                def forward(self, x):
+                    indices_tuple = self.miner(x)
+                    if len(indices_tuple) == 3:
+                        return x[indices_tuple[0]] * 2
+                    return x
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="(torch.randn(3, 4),)",
+            inputs2="(torch.randn(6, 4),)",
+        ),
+        Example(
             # e3nn's S2 grid: a buffer's size is static, so a test on it adds no guard.
             """
             import torch
