@@ -284,6 +284,11 @@ class KindInference:
                 # (MONAI's Bessel series tests `abs(bi) > 1.0e10` on a tensor).
                 first = self.kind(node.args[0].value)
                 return T if first == B else first
+            if q in ("max", "min") and len(node.args) >= 2 and not any(a.star or a.keyword for a in node.args):
+                # `max(idx.max() + 1, 4)`: Dynamo makes it a tensor op (probed: traced), and its
+                # value is a tensor wherever one argument is.
+                if any(self.is_definite_tensor(a.value) for a in node.args):
+                    return T
             if "." not in q and q in K.NON_TENSOR_BUILTINS:
                 if q == "len" and node.args and self._len_of_tensor(node.args[0].value):
                     return S

@@ -68,6 +68,19 @@ class TensorAsInt(Rule):
 
     invalid = (
         Example(
+            # builtin max() of a tensor and an int is a tensor (Dynamo traces it as one).
+            """
+            import torch
+            import torch.nn.functional as F
+
+            @torch.compile
+            def f(x):
+                labels = (x > 0).long().sum(1)
+                return F.one_hot(labels, max(labels.max() + 1, 4))[..., :4].float()  # expect: DYN131
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
             """
             import torch
             import torch.nn.functional as F
