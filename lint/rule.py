@@ -174,6 +174,8 @@ class Example:
     # Graphs Dynamo makes of the fixed code: 1 (it compiles whole), or more where the fix moves
     # work out of the graph (`@torch.compiler.disable` on a helper: one break per call remains).
     fixed_graphs: int = 1
+    # Modules the probe imports beyond torch (`scipy`): the probe test skips where one is missing.
+    needs: tuple = ()
 
     @property
     def source(self) -> str:

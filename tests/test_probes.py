@@ -20,6 +20,8 @@ CASES = [
 @pytest.mark.torch
 @pytest.mark.parametrize("example,rule", CASES)
 def test_dynamo_confirms_example(example, rule):
+    for module in example.needs:
+        pytest.importorskip(module)
     result = run_probe(example)
     assert verdict(example, result), f"expected {example.dynamo}, Dynamo gave {result}\n{example.source}"
     if example.dynamo == BREAKS and result.get("gb_ids"):
