@@ -36,7 +36,8 @@ def submodule_types(value: cst.BaseExpression, fa: FileAnalyzer) -> list[str]:
     if q.startswith("torch."):
         return []
     last = q.rsplit(".", 1)[-1]
-    return [q] if last[:1].isupper() else []
+    # A class by its capital, or a class of this file whatever its name (normflows' `iResBlock`)
+    return [q] if last[:1].isupper() or (last in fa._class_names and q == f"{fa.summary.module}.{last}") else []
 
 
 def _passed_arguments(node: cst.Call) -> tuple:
@@ -57,7 +58,7 @@ class CallEdges:
 
     def _record_call_site(self, node: cst.Call) -> None:
         func = node.func
-        key = None
+        key, offset = None, 0
         method = self.self_attr(func)
         if method is not None:
             if self.class_info is not None and method in self.class_info.methods:
@@ -66,6 +67,11 @@ class CallEdges:
                 self.fa.call_passed.setdefault(key, {})[id(node)] = _passed_arguments(node)
         elif type(func) is cst.Name and func.value in self.fa.local_functions and func.value not in self.env:
             key = f"{self.fa.summary.module}.{func.value}"
+        elif self._applied_function(func) is not None:
+            # `Solve.apply(x, t)` (or `solve(x, t)` with `solve = Solve.apply`): the arguments of
+            # `forward(ctx, x, t)`, after ctx
+            key, offset = f"{self._applied_function(func)}.forward", 1
+            self.fa.call_passed.setdefault(key, {})[id(node)] = _passed_arguments(node)
         else:
             self._record_external_call_site(node)
             return
@@ -75,9 +81,20 @@ class CallEdges:
             k = self.kind(arg.value)
             if k in TENSORISH:
                 hints = self.fa.param_hints.setdefault(key, {})
-                slot = arg.keyword.value if arg.keyword is not None else i
+                slot = arg.keyword.value if arg.keyword is not None else i + offset
                 # A definite tensor at one call site and a presumed one at another: presumed.
                 hints[slot] = P if P in (k, hints.get(slot)) else T
+
+    def _applied_function(self, func: cst.BaseExpression) -> Optional[str]:
+        """The custom autograd function of this file that `Fn.apply` or an alias of it names."""
+        if type(func) is cst.Attribute and func.attr.value == "apply" and type(func.value) is cst.Name:
+            name = f"{self.fa.summary.module}.{func.value.value}"
+        elif type(func) is cst.Name and func.value not in self.env:
+            target = self.fa.summary.imports.get(func.value, "")
+            name = target[: -len(".apply")] if target.endswith(".apply") else None
+        else:
+            return None
+        return name if name in self.fa.autograd_functions else None
 
     def _guard_facts(self) -> dict:
         """`self.<attr>` truths the enclosing `if` tests assert (`if self.merged:`, `if not

@@ -59,6 +59,9 @@ class FileAnalyzer:
         # method key -> {call site node id -> what it passes (see callgraph._passed_arguments)}:
         # parameters every call leaves at a None/True/False default hold it in the method.
         self.call_passed: dict[str, dict[int, tuple]] = {}
+        # classes of this file deriving from torch.autograd.Function: their `forward(ctx, ...)`
+        # runs from `.apply(...)` (lint.regions), with `ctx` no tensor and no module's forward.
+        self.autograd_functions: set[str] = set()
         # function qualname -> the parameters some `return` gives back as they came in
         # (`def default(val, d): return val if exists(val) else d`), as (position, name, kind of
         # the default): a call's value is then its arguments' kinds, not a tensor for all callers.
@@ -191,8 +194,25 @@ class FileAnalyzer:
             if type(stmt) is cst.FunctionDef:
                 self.local_functions[stmt.name.value] = stmt
         self.collect_imports()
+        self._collect_apply_aliases()
         self._collect_module_level()
         self._collect_module_locks()
+
+    def _collect_apply_aliases(self) -> None:
+        """`pscan = PScan.apply` at module level: calls of `pscan(...)` are calls of the custom
+        autograd function (lint.regions follows them into its forward and backward)."""
+        imports = self.summary.imports
+        for stmt in self.module.body:
+            if type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1 or type(stmt.body[0]) is not cst.Assign:
+                continue
+            assign = stmt.body[0]
+            value = assign.value
+            if (
+                len(assign.targets) == 1 and type(assign.targets[0].target) is cst.Name
+                and type(value) is cst.Attribute and value.attr.value == "apply"
+                and type(value.value) is cst.Name and value.value.value in self._class_names
+            ):
+                imports.setdefault(assign.targets[0].target.value, f"{self.summary.module}.{value.value.value}.apply")
 
     def _collect_module_locks(self) -> None:
         """`_lock = threading.Lock()` at module level (Dynamo cannot enter such a lock)."""
@@ -250,6 +270,8 @@ class FileAnalyzer:
         methods = [s.name.value for s in body if type(s) is cst.FunctionDef]
         info = ClassInfo(qualname=qual, bases=bases, methods=methods)
         self.summary.classes[qual] = info
+        if any(b in K.AUTOGRAD_FUNCTION_BASES or b in self.autograd_functions for b in bases):
+            self.autograd_functions.add(qual)
         self.tensor_attrs[qual] = set()
         self.all_attrs[qual] = set()
         # __init__ (and other non-forward methods) tell which attributes are tensors or submodules.

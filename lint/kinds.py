@@ -163,6 +163,10 @@ DISABLE_DECORATORS = frozenset(
     }
 )
 COMPILE_DECORATORS = frozenset({"torch.compile", "torch._dynamo.optimize"})
+# Bases of custom autograd functions: Dynamo traces their `forward` and `backward` from `.apply`.
+AUTOGRAD_FUNCTION_BASES = frozenset({
+    "torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction",
+})
 
 # Base classes that are never nn.Modules (so a class deriving only from them is not a compile root).
 NON_MODULE_BASES = frozenset(

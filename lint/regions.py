@@ -12,7 +12,7 @@ from collections import deque
 from typing import Iterable, Optional
 
 from .summary import ClassInfo, FileSummary, FunctionInfo
-from .kinds import NON_MODULE_BASES
+from .kinds import AUTOGRAD_FUNCTION_BASES, NON_MODULE_BASES
 
 
 class Visited(set):
@@ -144,7 +144,14 @@ class ClassResolver:
         if self._is_class(name):
             fwd = self.find_method(name, "forward")
             return [fwd] if fwd else []
+        head, _, last = name.rpartition(".")
+        if last == "apply" and self._is_class(head) and self.is_autograd_function(head):
+            # `Solve.apply(x)`: Dynamo traces the custom function's forward, and its backward
+            return [m for m in (self.find_method(head, "forward"), self.find_method(head, "backward")) if m]
         return []
+
+    def is_autograd_function(self, cls: str) -> bool:
+        return any(self.canonical(b) in AUTOGRAD_FUNCTION_BASES for c in self.mro(cls) for b in self.classes[c].bases)
 
     def method_targets(self, cls: str, edge: tuple) -> list[str]:
         """The targets of a call edge through `self` or `super()` in a method of `cls`."""
@@ -433,6 +440,8 @@ def called_names(summaries: Iterable[FileSummary], extra_roots: Iterable[str] = 
         )
         last_parts.update(e[-1] for f in s.functions.values() for e in f.edges if e[0] != "name")
     last_parts.update(n.rpartition(".")[2] for n in names)
+    if "apply" in last_parts:  # `Fn.apply` resolves to Fn's forward and backward
+        last_parts.update(("forward", "backward"))
     return last_parts
 
 

@@ -107,7 +107,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.local_types: dict[str, tuple] = {}  # loop vars over submodule lists -> edge ref
         self.returns_tensor = False
         self.storing = False  # inside an assignment target
-        self.is_forward = fn.name.value == "forward" and cls is not None
+        # A custom autograd function's `forward(ctx, ...)` / `backward(ctx, ...)`, run from `.apply`.
+        self.in_autograd_function = cls is not None and cls in fa.autograd_functions
+        self.is_forward = fn.name.value == "forward" and cls is not None and not self.in_autograd_function
         # forward or a compiled function: where compiling starts (never a helper to run eagerly)
         self.is_root = self.is_forward or bool(info is not None and info.compile_root) or (
             cls is None and fn.name.value in fa.compile_called_names
@@ -262,6 +264,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             name = p.name.value
             if i == 0 and is_method:
                 self.env[name] = "SELF" if name == "self" else N
+                continue
+            if i == 0 and self.in_autograd_function:
+                self.env[name] = N  # ctx
                 continue
             ak = annotation_kind(p.annotation)
             pos = i - 1 if is_method else i
@@ -470,8 +475,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return {}
         params = self.fn.params
         positional = [p.name.value for p in (*params.posonly_params, *params.params)]
-        if positional and not any(dotted(d.decorator) == "staticmethod" for d in self.fn.decorators):
-            positional = positional[1:]  # self / cls, not passed at a `self.m(...)` call
+        if positional and (self.in_autograd_function or not any(dotted(d.decorator) == "staticmethod" for d in self.fn.decorators)):
+            positional = positional[1:]  # self / cls / ctx, not passed at a `self.m(...)` / `.apply(...)` call
         held = {}
         for p in param_list(params):
             d = p.default

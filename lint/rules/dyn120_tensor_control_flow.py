@@ -368,6 +368,59 @@ class TensorControlFlow(Rule):
 
     invalid = (
         Example(
+            # normflows' `iResBlock`: a submodule class named in lower case, whose method (not its
+            # forward) the model calls.
+            """
+            import torch
+            from torch import nn
+
+            class iResBlock(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.net = nn.Linear(4, 4)
+
+                def inverse(self, y):
+                    x = y - self.net(y)
+                    if not torch.all((x + self.net(x) - y).abs() < 1e-3):  # expect: DYN120
+                        x = y - self.net(x)
+                    return x
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.block = iResBlock()
+
+                def forward(self, y):
+                    return self.block.inverse(y * 0.01)
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            # A custom autograd function: Dynamo traces its forward (and backward) from `.apply`.
+            """
+            import torch
+            from torch import nn
+
+            class Solve(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, t1):
+                    t = torch.zeros_like(t1)
+                    while (t1 - t) > 0:  # expect: DYN120
+                        t = t + 0.5
+                        x = x * 0.9
+                    return x
+
+                @staticmethod
+                def backward(ctx, grad):
+                    return grad, None
+
+            class M(nn.Module):
+                def forward(self, x):
+                    return Solve.apply(x, x.abs().sum()) + 1
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
             # fairseq's LayerDropModuleList: its own `__iter__` runs in the owner's `for` loop.
             """
             import torch
@@ -1367,6 +1420,35 @@ class TensorControlFlow(Rule):
         ),
     )
     valid = (
+        Example(
+            # `ctx` of a custom autograd function is no tensor, and a flag left at its default
+            # by every `.apply` call is a constant to Dynamo.
+            """
+            import torch
+            from torch import nn
+
+            class Scale(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, factor, clamp=False):
+                    ctx.factor = factor
+                    if clamp:
+                        x = x.clamp(-1, 1)
+                    return x * factor
+
+                @staticmethod
+                def backward(ctx, grad):
+                    if ctx.needs_input_grad[0]:
+                        grad = grad * ctx.factor
+                    return grad, None, None
+
+            scale = Scale.apply
+
+            class M(nn.Module):
+                def forward(self, x):
+                    return scale(x, 2.0) + 1
+            """,
+            dynamo=CLEAN,
+        ),
         Example(
             # demucs' center_trim: `isinstance` settles which branch has the tensor.
             """

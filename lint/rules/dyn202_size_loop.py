@@ -25,7 +25,22 @@ import libcst as cst
 
 from ..kinds import Kind
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
-from ..static_sizes import static_names, static_size
+from ..static_sizes import static_names, static_size, static_tensor
+
+
+def _unbound(it: cst.Call, ctx: RuleContext):
+    """The tensor of `x.unbind(0)` / `torch.unbind(x, 1)` (or of `enumerate()` of one), which
+    gives one tensor per index of a dimension, as `for row in x`; else None."""
+    if ctx.qualname(it.func) == "enumerate" and len(it.args) == 1 and type(it.args[0].value) is cst.Call:
+        it = it.args[0].value
+    func = it.func
+    if ctx.qualname(func) == "torch.unbind":
+        source = it.args[0].value if it.args else None
+    elif type(func) is cst.Attribute and func.attr.value == "unbind":
+        source = func.value
+    else:
+        return None
+    return source if source is not None and ctx.is_tensor(source) else None
 
 
 class SizeLoop(Rule):
@@ -41,10 +56,28 @@ class SizeLoop(Rule):
             sizes = [a.value for a in it.args if ctx.kind(a.value) == Kind.SIZE]
             if sizes and not all(static_size(s, ctx, static_names(ctx)) for s in sizes):
                 ctx.report(self, it, "loop over a tensor's size is unrolled per size: recompiles when the size changes")
-        elif ctx.is_tensor(it) and type(it) is not cst.Call:
+            return
+        rows = it if type(it) is not cst.Call and ctx.is_tensor(it) else _unbound(it, ctx) if type(it) is cst.Call else None
+        if rows is not None and not static_tensor(rows, ctx, static_names(ctx)):
             ctx.report(self, it, "loop over a tensor's rows is unrolled per size: recompiles when the size changes")
 
     invalid = (
+        Example(
+            # xlstm's vanilla backend: a loop over `unbind()`, one step per time index.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                h = x[0] * 0
+                for xt in x.unbind(0):  # expect: DYN202
+                    h = torch.tanh(h + xt)
+                return h
+            """,
+            dynamo=RECOMPILES,
+            inputs="(torch.randn(3, 4),)",
+            inputs2="(torch.randn(6, 4),)",
+        ),
         Example(
             """
             import torch
