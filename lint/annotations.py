@@ -52,6 +52,31 @@ def annotation_kind(ann: Optional[cst.Annotation]) -> Optional[str]:
     return T if len(tensors) == len(members) else P
 
 
+_CONTAINERS = frozenset({
+    "list", "List", "tuple", "Tuple", "dict", "Dict", "Mapping", "MutableMapping", "Sequence",
+    "Iterable", "OrderedDict",
+})
+
+
+def holds_tensors(ann: Optional[cst.Annotation]) -> bool:
+    """`dict[str, Tensor]`, `List[torch.Tensor]`, `Tuple[Tensor, ...]`: a container whose items
+    are tensors (pytorch-forecasting's `x: Dict[str, torch.Tensor]` batches)."""
+    if ann is None:
+        return False
+    members = _union_members(ann.annotation)
+    if len(members) != 1 or type(members[0]) is not cst.Subscript:
+        return False
+    node = members[0]
+    if (dotted(node.value) or "").split(".")[-1] not in _CONTAINERS:
+        return False
+    items = [el.slice.value for el in node.slice if type(el.slice) is cst.Index and type(el.slice.value) is not cst.Ellipsis]
+    if not items:
+        return False
+    if (dotted(node.value) or "").split(".")[-1] in ("dict", "Dict", "Mapping", "MutableMapping", "OrderedDict"):
+        items = items[1:]
+    return bool(items) and all((dotted(i) or "").split(".")[-1] in TENSOR_TYPE_NAMES for i in items)
+
+
 _TYPE_COMMENT = re.compile(r"#\s*type:\s*\((.*)\)\s*->")
 
 

@@ -44,6 +44,7 @@ class FileAnalyzer:
         # class qualname -> attrs assigned a lambda or `functools.partial`: plain callables, not submodules
         self.callable_attrs: dict[str, set[str]] = {}
         self.rnn_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding nn.LSTM/GRU/RNN
+        self.rnn_classes: set[str] = set()  # classes of this file deriving from them
         self.lock_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding threading locks
         self.lock_names: set[str] = set()  # module-level names bound to threading locks
         self._subclasses: Optional[dict[str, list[str]]] = None  # base -> classes of this file
@@ -194,9 +195,26 @@ class FileAnalyzer:
             if type(stmt) is cst.FunctionDef:
                 self.local_functions[stmt.name.value] = stmt
         self.collect_imports()
+        self._collect_rnn_classes()
         self._collect_apply_aliases()
         self._collect_module_level()
         self._collect_module_locks()
+
+    def _collect_rnn_classes(self) -> None:
+        """Classes of this file deriving from nn.LSTM / GRU / RNN (pytorch-forecasting's `class
+        LSTM(RNN, nn.LSTM)`): Dynamo refuses them as it refuses their bases."""
+        classes = [s for s in self.module.body if type(s) is cst.ClassDef]
+        changed = True
+        while changed:
+            changed = False
+            for node in classes:
+                qual = f"{self.summary.module}.{node.name.value}"
+                if qual in self.rnn_classes:
+                    continue
+                bases = {self.qualname(a.value) for a in node.bases if a.keyword is None}
+                if bases & RNN_BASES or bases & self.rnn_classes:
+                    self.rnn_classes.add(qual)
+                    changed = True
 
     def _collect_apply_aliases(self) -> None:
         """`pscan = PScan.apply` at module level: calls of `pscan(...)` are calls of the custom
@@ -312,7 +330,7 @@ class FileAnalyzer:
                             tensor_attrs.add(attr)
                             if q in ("torch.nn.Buffer", "torch.nn.parameter.Buffer"):
                                 self.buffer_attrs.setdefault(cls, set()).add(attr)
-                        elif q in RNN_MODULES:
+                        elif q in RNN_MODULES or q in self.rnn_classes:
                             self.rnn_attrs.setdefault(cls, set()).add(attr)
                         elif q in LOCK_TYPES:
                             self.lock_attrs.setdefault(cls, set()).add(attr)
@@ -448,6 +466,7 @@ class FileAnalyzer:
 
 
 RNN_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
+RNN_BASES = RNN_MODULES | {"torch.nn.RNNBase", "torch.nn.modules.rnn.RNNBase"}
 
 
 # Locks Dynamo cannot enter ("Unsupported context manager"; probed on torch 2.13: DYN109).

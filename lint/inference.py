@@ -219,7 +219,8 @@ class KindInference:
             if bk == S:
                 return S
             if bk == C:
-                return P  # `edge_index[0]` of a tuple of tensors
+                # `edge_index[0]` of a tuple of tensors; `x["lengths"]` of `x: dict[str, Tensor]`
+                return T if self._tensor_container(node.value) else P
             return U
         if type(node) is cst.BinaryOperation:
             lk, rk = self.kind(node.left), self.kind(node.right)
@@ -269,11 +270,7 @@ class KindInference:
         """`len(x)` is a size for a tensor, but not for the value of a submodule or helper call,
         taken for a tensor and as often a tuple of them (pytorch-metric-learning's
         `indices_tuple = self.miner(...)`; `if len(indices_tuple) == 3:`)."""
-        if not self.is_tensor(arg):
-            return False
-        if type(arg) is cst.Name:
-            return arg.value not in self.call_values
-        return not (type(arg) is cst.Call and self._module_or_helper_call(arg))
+        return self.is_tensor(arg) and not self.from_module_call(arg)
 
     def _call_kind(self, node: cst.Call) -> str:
         func = node.func

@@ -255,6 +255,14 @@ def names_a_config_value(param: str) -> bool:
     return bool(_CONFIG_PARAM_NAME.search(param))
 
 
+# `x_list`, `season_list`, `feature_tuple`: a list or tuple of tensors, not one tensor.
+_COLLECTION_PARAM_NAME = re.compile(r"_(list|lst|tuple|seq|dict)$|^(list|tuple|dict)_")
+
+
+def names_a_collection(param: str) -> bool:
+    return bool(_COLLECTION_PARAM_NAME.search(param))
+
+
 # Evidence that a parameter with a `None` default (`mask=None`) holds a tensor when it is given:
 # methods only tensors have (not those of lists, dicts, strings, numbers or modules: `index`,
 # `copy`, `to`, `float`, ...), called on it; and methods of a tensor whose first argument is a

@@ -85,6 +85,10 @@ class RuleContext(Protocol):
     def is_definite_tensor(self, node: "cst.BaseExpression") -> bool:
         """A tensor for sure: not merely an unannotated parameter (see `Kind.PRESUMED`)."""
 
+    def from_module_call(self, node: "cst.BaseExpression") -> bool:
+        """Is node a call of a submodule, method or helper, or a name bound to one's value? Taken
+        for a tensor, such a value is as often a tuple or list of them."""
+
     def is_numpy(self, node: "cst.BaseExpression") -> bool:
         """Does the value come from NumPy?"""
 
@@ -106,6 +110,10 @@ class RuleContext(Protocol):
     @property
     def rnn_attrs(self) -> AbstractSet[str]:
         """Attributes of the method's class (or a subclass in the file) holding `nn.LSTM/GRU/RNN`."""
+
+    @property
+    def in_rnn_class(self) -> bool:
+        """Is the method's class one of the file's subclasses of `nn.LSTM/GRU/RNN`?"""
 
     @property
     def lock_attrs(self) -> AbstractSet[str]:

@@ -10,7 +10,7 @@ import libcst as cst
 
 from . import fastcst
 from . import kinds as K
-from .annotations import annotation_kind, type_comment_kinds
+from .annotations import annotation_kind, holds_tensors, type_comment_kinds
 from .callgraph import CallEdges
 from .inference import KindInference, int_only_params, merge_kinds, torch_non_tensor
 from .kinds import B, C, N, P, S, T, U, TENSORISH
@@ -120,12 +120,15 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
         self.callable_attrs = fa.callable_attrs.get(cls, set()) if cls else set()
         self.rnn_attrs = fa.rnn_attrs_with_subclasses(cls) if cls else set()
+        self.in_rnn_class = cls is not None and cls in fa.rnn_classes
         self.lock_attrs = fa.lock_attrs.get(cls, set()) if cls else set()
         self.lock_names = fa.lock_names
         self._rule_state: dict[str, dict] = {}  # see rule_state
         self.class_info = fa.summary.classes.get(cls) if cls else None
         self.nested_defs: set[str] = set()
         self.numpy_names: set[str] = set()  # names bound to NumPy values
+        # Parameters annotated as containers of tensors (`x: dict[str, Tensor]`): their items are tensors.
+        self.tensor_containers: set[str] = set()
         self.call_values: set[str] = set()  # names bound to a submodule's or helper's value (see _len_of_tensor)
         # Ancestors of the node being checked, outermost first (statements included), so that a
         # fix can find the statement and block around a finding.
@@ -279,11 +282,14 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 ak = commented[pos]
             if ak is not None:
                 self.env[name] = ak
+                if ak == N and holds_tensors(p.annotation):
+                    self.env[name] = C
+                    self.tensor_containers.add(name)
             elif (pos in hints or name in hints) and (p.default is None or optional):
                 hinted = hints.get(pos) or hints.get(name)
-                self.env[name] = N if hinted == P and K.names_a_config_value(name) else hinted
+                self.env[name] = N if hinted == P and K.names_a_config_value(name) else C if hinted == P and K.names_a_collection(name) else hinted
             elif tensor_by_default and (p.default is None or optional):
-                self.env[name] = N if K.names_a_config_value(name) else P
+                self.env[name] = N if K.names_a_config_value(name) else C if K.names_a_collection(name) else P
             elif p.default is not None and not optional:
                 self.env[name] = N
             else:
@@ -676,7 +682,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         if ik in TENSORISH:
             elem = T
         elif ik == C:
-            elem = P
+            elem = T if self._tensor_container(it) else P
         self._bind(node.target, None, elem)
         self._bind_zipped(node.target, it)
         ref = self._submodule_list_ref(it)
@@ -852,6 +858,15 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         return False
 
     # -- binding and kinds ------------------------------------------------------------------
+    def _tensor_container(self, node: cst.BaseExpression) -> bool:
+        """A parameter annotated as a container of tensors, not rebound since."""
+        return type(node) is cst.Name and node.value in self.tensor_containers and node.value in self.param_origin
+
+    def from_module_call(self, node: cst.BaseExpression) -> bool:
+        if type(node) is cst.Name:
+            return node.value in self.call_values
+        return type(node) is cst.Call and self._module_or_helper_call(node)
+
     def _module_or_helper_call(self, call: cst.Call) -> bool:
         """A call of a submodule, a method or a helper (`self.miner(x)`, `self.layers[i](x)`,
         `prepare(x)`), whose value may be a tuple; not a torch function or a tensor method."""

@@ -196,6 +196,10 @@ def _mentions_draw(expr, ctx, state: dict) -> bool:
     return False
 
 
+# Methods of an RNN module that run its cuDNN-style kernels or prepare them.
+_RNN_METHODS = frozenset({"forward", "flatten_parameters"})
+
+
 class UntraceableCall(Rule):
     code = "DYN105"
     name = "untraceable-call"
@@ -253,6 +257,14 @@ class UntraceableCall(Rule):
         func = node.func
         if ctx.self_attr(func) in ctx.rnn_attrs:
             ctx.report(self, node, f"`self.{func.attr.value}` is an RNN module: Dynamo does not trace it and breaks the graph; `torch._dynamo.config.allow_rnn = True` makes it trace (`dynalint verify --try-settings` checks it)")
+            return
+        if type(func) is cst.Attribute and func.attr.value in _RNN_METHODS and (
+            ctx.self_attr(func.value) in ctx.rnn_attrs
+            or (ctx.in_rnn_class and type(func.value) is cst.Call and ctx.qualname(func.value.func) == "super")
+        ):
+            # `self.lstm.flatten_parameters()` (tianshou), `super().forward(x, hx)` in a subclass of
+            # nn.LSTM (pytorch-forecasting): probed, Dynamo gives up at the call.
+            ctx.report(self, node, f"`{func.attr.value}()` of an RNN module: Dynamo does not trace it and breaks the graph; `torch._dynamo.config.allow_rnn = True` makes it trace (`dynalint verify --try-settings` checks it)")
             return
         q = ctx.call_name(node)
         if q is None:
@@ -330,6 +342,32 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # pytorch-forecasting's `class LSTM(RNN, nn.LSTM)` and tianshou's `flatten_parameters()`.
+            """
+            import torch
+            from torch import nn
+
+            class MaskedLSTM(nn.LSTM):
+                def forward(self, x, hx=None):
+                    out, state = super().forward(x, hx)  # expect: DYN105
+                    return out * 1, state
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+                    self.rnn = MaskedLSTM(4, 4, batch_first=True)
+
+                def forward(self, x):
+                    h = self.proj(x)
+                    self.rnn.flatten_parameters()  # expect: DYN105
+                    y, _ = self.rnn(h)  # expect: DYN105
+                    return y * 2
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 3, 4),)",
+        ),
         Example(
             # A Hungarian matcher (DETR's losses, denoising-diffusion-pytorch's immiscible noise).
             """

@@ -101,6 +101,27 @@ class ItemCall(Rule):
 
     invalid = (
         Example(
+            # pytorch-forecasting: a batch as `Dict[str, torch.Tensor]`, whose items are tensors.
+            """
+            from typing import Dict
+
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+
+                def forward(self, x: Dict[str, torch.Tensor]):
+                    lengths = x["encoder_lengths"]
+                    max_len = int(lengths.max())  # expect: DYN110
+                    return self.proj(x["cont"][:, :max_len])
+            """,
+            dynamo=BREAKS,
+            inputs="({'encoder_lengths': torch.tensor([3, 2]), 'cont': torch.randn(2, 4, 4)},)",
+        ),
+        Example(
             # An unannotated parameter indexed as only arrays and tensors can be is a tensor for
             # sure, so `int()` of it is reported (transformers' MiniCPM-V `int(grid_thw[0])`).
             """

@@ -58,7 +58,7 @@ class SizeLoop(Rule):
                 ctx.report(self, it, "loop over a tensor's size is unrolled per size: recompiles when the size changes")
             return
         rows = it if type(it) is not cst.Call and ctx.is_tensor(it) else _unbound(it, ctx) if type(it) is cst.Call else None
-        if rows is not None and not static_tensor(rows, ctx, static_names(ctx)):
+        if rows is not None and not ctx.from_module_call(rows) and not static_tensor(rows, ctx, static_names(ctx)):
             ctx.report(self, it, "loop over a tensor's rows is unrolled per size: recompiles when the size changes")
 
     invalid = (
@@ -93,6 +93,36 @@ class SizeLoop(Rule):
         ),
     )
     valid = (
+        Example(
+            # neuralforecast's TimeMixer (`season_list`) and gluonts' TFT (a submodule returning
+            # `torch.chunk(...)`): loops over lists of tensors, whose length never changes.
+            """
+            import torch
+            from torch import nn
+
+            class Split(nn.Module):
+                def forward(self, x):
+                    return torch.chunk(x, 2, dim=-1)
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mix = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                    self.split = Split()
+
+                def forward(self, season_list, x):
+                    out = season_list[0]
+                    for i in range(len(season_list) - 1):
+                        out = self.mix[i](out) + season_list[i + 1]
+                    parts = self.split(x)
+                    for part in parts:
+                        out = out + part.sum(-1, keepdim=True)
+                    return out
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="([torch.randn(3, 4) for _ in range(3)], torch.randn(3, 4))",
+            inputs2="([torch.randn(6, 4) for _ in range(3)], torch.randn(6, 4))",
+        ),
         Example(
             # peft's BOFT: a loop over the sizes of parameters and buffers, and of a tensor
             # computed only from them. Dynamo keeps those sizes static: no guard, no recompile.
