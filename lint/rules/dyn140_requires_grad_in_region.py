@@ -92,8 +92,9 @@ class RequiresGradInRegion(Rule):
                         self,
                         node,
                         "setting `.requires_grad` in compiled code breaks the graph (so does the factory's "
-                        "`requires_grad=`); create the tensor outside the compiled region, or, for gradient "
-                        "checkpointing, use `use_reentrant=False`, which needs no such input",
+                        "`requires_grad=`); freeze or unfreeze parameters once, outside the compiled forward; "
+                        "create a new tensor outside the compiled region; for gradient checkpointing use "
+                        "`use_reentrant=False`, which needs no such input",
                         fix=offer_fix("requires_grad", ctx, node, self.code),
                     )
             return
@@ -109,7 +110,8 @@ class RequiresGradInRegion(Rule):
             ctx.report(
                 self,
                 node,
-                "`.requires_grad_()` in compiled code breaks the graph; create parameters in `__init__`",
+                "`.requires_grad_()` in compiled code breaks the graph; create parameters in `__init__`, "
+                "and take gradients of inputs with `torch.func` (grad, jacrev, vjp) or outside the compiled region",
                 fix=offer_fix("requires_grad", ctx, node, self.code),
             )
         elif (
