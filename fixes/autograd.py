@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dynalint.findings import UNSAFE
+from dynalint.findings import SAFE, UNSAFE
 from dynalint.lint import fastcst
 from dynalint.lint.rule import RuleContext
 
-from .base import guarded, insert_at, make_fix
+from .base import guarded, insert_at, make_fix, replace_node
 
 
 def duplicate_input_fix(ctx: RuleContext, duplicate: cst.Arg, code: str = "DYN141"):
@@ -34,3 +34,11 @@ def duplicate_input_fix(ctx: RuleContext, duplicate: cst.Arg, code: str = "DYN14
         return make_fix(UNSAFE, "Pass a copy the second time (`.clone()`: one more copy per call)", edits)
 
     return guarded(code, generate)
+
+
+def saved_tensors_fix(ctx: RuleContext, attribute: cst.Attribute, code: str = "DYN144"):
+    """`ctx.saved_variables` -> `ctx.saved_tensors`: the deprecated name of the same tuple (safe)."""
+    return guarded(code, lambda positions, module: make_fix(
+        SAFE, "Read `saved_tensors` (the same tensors; `saved_variables` is its deprecated name)",
+        [replace_node(positions, attribute.attr, "saved_tensors")],
+    ))

@@ -32,6 +32,7 @@ from dynalint.lint import fastcst
 from dynalint.lint.draws import and_operands
 from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.kinds import TENSORISH, Kind
+from dynalint.lint.nodes import is_string_literal
 from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, comments_within, guarded, make_fix, source_info
@@ -90,7 +91,14 @@ def _python_fields_only(raised: cst.Raise, ctx: RuleContext) -> bool:
     call = raised.exc
     if not isinstance(call, cst.Call) or not call.args or call.args[0].keyword is not None or call.args[0].star:
         return False
-    first = call.args[0].value
+    return _formatted_from_python_values(call.args[0].value, ctx)
+
+
+def _formatted_from_python_values(first: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """An f-string (or strings joined with one) whose fields are names of values that are no
+    tensors, or `', '.join(names)` of one."""
+    if not isinstance(first, (cst.FormattedString, cst.ConcatenatedString)):
+        return False
     if not any(isinstance(n, cst.FormattedString) for n in iter_nodes(first)):
         return False
     fields = [n.expression for n in iter_nodes(first) if isinstance(n, cst.FormattedStringExpression)]
@@ -218,6 +226,9 @@ def assert_split_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str =
         tops[id(n)] = (n, node, parent)
     if not isinstance(parent, cst.Assert) or parent.test is not node:
         return None
+    asserted = parent.msg is None or is_string_literal(parent.msg)
+    if not asserted and not _formatted_from_python_values(parent.msg, ctx):
+        return None  # each assert of the split would still break on its message
     line = info.parent(parent)
     if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
         return None
@@ -230,6 +241,10 @@ def assert_split_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str =
     place = index.get(id(operand))
     if place is None:
         return None
+    if not asserted and not all(
+        definite_tensor_test(op.expression if isinstance(op, cst.UnaryOperation) else op, ctx) for op in operands
+    ):
+        return None  # `torch._assert_async` takes tensors only
     asked["askers"].append(place)
 
     def fix(positions, module):
@@ -241,7 +256,7 @@ def assert_split_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str =
                 asked["first"] = min(asked["askers"])
             if place != asked["first"]:
                 return None
-        return _shared_rewrite_assert(info, positions, parent, operands)
+        return _shared_rewrite_assert(info, positions, parent, operands, asserted)
 
     return guarded(code, fix)
 
@@ -250,7 +265,7 @@ def assert_split_fix(ctx: RuleContext, reported: cst.BaseExpression, code: str =
 SPLIT_ON_EVERY_FINDING = 32
 
 
-def _shared_rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands: list):
+def _shared_rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands: list, asserted: bool = True):
     """The split of `statement`, built once and shared by the findings on all its operands: the
     fix is the same for each, and building it looks at every operand (N operands' findings each
     building it cost N squared: 500 terms took 64 CPU s)."""
@@ -258,14 +273,17 @@ def _shared_rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, o
     known = done.get(id(statement))
     if known is None or known[0] is not statement or known[1] is not positions:
         REWRITES[0] += 1
-        known = done[id(statement)] = (statement, positions, _rewrite_assert(info, positions, statement, operands))
+        known = done[id(statement)] = (statement, positions, _rewrite_assert(info, positions, statement, operands, asserted))
     return known[2]
 
 
 REWRITES = [0]  # splits built in this process (tests check each assert is split once)
 
 
-def _rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands: list):
+def _rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands: list, asserted: bool = True):
+    """One `assert` per operand; with `asserted` False (an f-string message, which would make each
+    assert break), one `torch._assert_async(operand, message)` per operand, `not x` as
+    `torch.logical_not(x)`."""
     rng = positions[statement]
     start, end = rng.start, rng.end
     indent = info.indentation(start.line)
@@ -289,13 +307,58 @@ def _rewrite_assert(info: SourceInfo, positions, statement: cst.Assert, operands
         stack.extend(fastcst.children(cur))
     msg = f", {_parenthesized(info, positions, statement.msg)}" if statement.msg is not None else ""
     lines = [c for _, _, c in sorted(comments)]
-    lines += [f"assert {_parenthesized(info, positions, op)}{msg}" for op in operands]
+    import_edits = []
+    if asserted:
+        lines += [f"assert {_parenthesized(info, positions, op)}{msg}" for op in operands]
+    else:
+        torch, import_edits = torch_reference(info, positions)
+        for op in operands:
+            if isinstance(op, cst.UnaryOperation) and isinstance(op.operator, cst.Not):
+                text = f"{torch}.logical_not({info.text(positions, op.expression)})"
+            else:
+                text = info.text(positions, op)
+            lines.append(f"{torch}._assert_async({text}{msg})")
     content = f"{info.newline}{indent}".join(lines)
     edit = Edit(content, start.line, start.column + 1, end.line, end.column + 1)
-    return make_fix(UNSAFE, "Assert each operand of the `and` on its own (Dynamo keeps `assert t` in the graph)", [edit])
+    return make_fix(UNSAFE, "Assert each operand of the `and` on its own (Dynamo keeps `assert t` in the graph)", import_edits + [edit])
 
 
 def _parenthesized(info: SourceInfo, positions, node: cst.BaseExpression) -> str:
     """node's text, in parentheses when it had them (a tuple message needs them)."""
     text = info.text(positions, node)
     return f"({text})" if node.lpar else text
+
+
+# --------------------------------------------------------------------------------------------
+# `assert <tensor test>, f"..."`: Dynamo keeps `assert t, "text"` in the graph, but only with a
+# string literal for the message; any other message (an f-string, `"%d" % n`, a variable) is a
+# break. With an f-string of Python values the assert becomes the assertion Dynamo would have
+# made, its message formatted before the call:
+#     assert x.sum() > 0, f"bad n={n}"   ->   torch._assert_async(x.sum() > 0, f"bad n={n}")
+# Probed on torch 2.13 and 2.14.1: 1 break before, 0 after, and the compiled code still raises
+# with the message. Unsafe: a RuntimeError instead of an AssertionError, checked under
+# `python -O` too, and the message is formatted on every call (its fields only read names).
+
+
+def assert_message_fix(ctx: RuleContext, statement: cst.Assert, code: str = "DYN120"):
+    if statement.msg is None or not _formatted_from_python_values(statement.msg, ctx):
+        return None
+    if _mentions_numpy(statement.test, ctx) or not definite_tensor_test(statement.test, ctx):
+        return None
+    info = source_info(ctx.module, ctx.fn)
+    line = info.parent(statement)
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    return guarded(code, lambda positions, module: _rewrite_assert_message(info, positions, statement))
+
+
+def _rewrite_assert_message(info: SourceInfo, positions, statement: cst.Assert):
+    torch, import_edits = torch_reference(info, positions)
+    rng = positions[statement]
+    start, end = rng.start, rng.end
+    indent = info.indentation(start.line)
+    comments = comments_within(positions, statement, start, end, skip=[statement.test, statement.msg])
+    lead = "".join(f"{c}{info.newline}{indent}" for c in comments)
+    check = f"{torch}._assert_async({info.text(positions, statement.test)}, {info.text(positions, statement.msg)})"
+    edit = Edit(lead + check, start.line, start.column + 1, end.line, end.column + 1)
+    return make_fix(UNSAFE, f"Assert with `{torch}._assert_async` (Dynamo keeps `assert` in the graph only with a literal message)", import_edits + [edit])

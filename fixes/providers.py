@@ -10,9 +10,9 @@ from __future__ import annotations
 from dynalint.lint.rule import register_fix_provider
 
 from .apply import AFTER_FIXES
-from .autograd import duplicate_input_fix
+from .autograd import duplicate_input_fix, saved_tensors_fix
 from .buffers import buffer_local_fix
-from .checks import assert_split_fix, raise_check_fix
+from .checks import assert_message_fix, assert_split_fix, raise_check_fix
 from .compile_default import compile_default_fix
 from .cond import cond_fix
 from .debugger import debugger_fix, remove_unused_debugger_imports
@@ -46,6 +46,7 @@ PROVIDERS = {
     "raise_check": raise_check_fix,  # DYN120
     "cond": cond_fix,  # DYN120
     "assert_split": assert_split_fix,  # DYN120
+    "assert_message": assert_message_fix,  # DYN120
     "select_chain": chain_select_fix,  # DYN120
     "mask": mask_fix,  # DYN130
     "experts": expert_loop_fix,  # DYN130
@@ -53,6 +54,7 @@ PROVIDERS = {
     "mask_update": mask_update_fix,  # DYN130
     "requires_grad": requires_grad_fix,  # DYN140
     "duplicate_input": duplicate_input_fix,  # DYN141
+    "saved_tensors": saved_tensors_fix,  # DYN144
     "buffer_local": buffer_local_fix,  # DYN142
     "module_to": module_to_fix,  # DYN203
     "disable_helper": disable_helper_fix,  # DYN105, DYN110, DYN120, DYN121, DYN130 in host-side helpers

@@ -29,6 +29,7 @@ RULE_MODULES = (
     "dyn141_autograd_function_duplicate_input",
     "dyn142_buffer_reassigned",
     "dyn143_autograd_in_region",
+    "dyn144_saved_variables",
     "dyn201_shape_branch",
     "dyn202_size_loop",
     "dyn203_self_mutation",

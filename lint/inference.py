@@ -25,6 +25,9 @@ def torch_non_tensor(q: str) -> bool:
     return q.count(".") == 1 and (last in K.TORCH_NON_TENSOR_FUNCS or last.startswith(("is_", "get_autocast")))
 
 
+_STRING_NODES = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
 def join_kinds(a: str, b: str) -> str:
     """Kind of a value that is either a or b (two branches)."""
     if a == b:
@@ -245,13 +248,22 @@ class KindInference:
             if any(type(c.operator) in (cst.In, cst.NotIn) for c in node.comparisons):
                 # `t in [1, 2]` compares the tensor with each item and takes bool() of each.
                 return B if self.kind(node.left) in (T, B) else N
-            kinds_ = [self.kind(node.left)] + [self.kind(c.comparator) for c in node.comparisons]
+            sides = [node.left] + [c.comparator for c in node.comparisons]
+            if any(type(side) in _STRING_NODES for side in sides):
+                return N  # `mode == "spatial"`, `x.type() == "torch.cuda.HalfTensor"`: no tensor result
+            kinds_ = [self.kind(side) for side in sides]
             if any(k in (T, B) for k in kinds_):
                 return B
             if P in kinds_:
                 # `self.bias.shape[-1] >= j`: a presumed tensor compared with a size is a size
                 # (research code passes sizes to `forward(self, i, j)`)
-                return "SB" if S in kinds_ else B
+                if S in kinds_:
+                    return "SB"
+                # `self.patches_resolution != H` (spandrel's DAT): a presumed tensor compared
+                # only with the module's settings is as often a size or a flag: unknown.
+                if all(k == P or self._setting_attr(side) for k, side in zip(kinds_, sides)):
+                    return U
+                return B
             if S in kinds_:
                 return "SB"
             return N if all(k == N for k in kinds_) else U
@@ -265,6 +277,11 @@ class KindInference:
         if type(node) in (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp):
             return N
         return U
+
+    def _setting_attr(self, node: cst.BaseExpression) -> bool:
+        """`self.<attr>` assigned in the class but holding no tensor (a size, a flag, a mode)."""
+        attr = self.self_attr(node)
+        return attr is not None and attr in self.all_attrs and attr not in self.tensor_attrs and attr not in self.callable_attrs
 
     def _len_of_tensor(self, arg: cst.BaseExpression) -> bool:
         """`len(x)` is a size for a tensor, but not for the value of a submodule or helper call,
@@ -344,6 +361,8 @@ class KindInference:
                 return P
             rk = self.kind(recv)
             if rk in TENSORISH:
+                if meth == "type" and not node.args:
+                    return N  # the type's name, a string
                 if meth in K.SIZE_METHODS:
                     return S
                 if meth in K.NON_TENSOR_METHODS:

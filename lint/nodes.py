@@ -71,3 +71,11 @@ def is_docstring(stmt: cst.CSTNode) -> bool:
         and isinstance(stmt.body[0], cst.Expr)
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
+
+
+def is_string_literal(node: cst.BaseExpression) -> bool:
+    """A string literal, or literals joined (`"a" "b"`); not an f-string. The only assert
+    message Dynamo keeps in the graph."""
+    if type(node) is cst.SimpleString:
+        return True
+    return type(node) is cst.ConcatenatedString and is_string_literal(node.left) and is_string_literal(node.right)

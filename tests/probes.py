@@ -93,7 +93,7 @@ def verdict(example: Example, result: dict) -> bool:
         # compiled on their own: explain then counts graphs and no break).
         return len(result["break_reasons"]) >= 1 or result["graph_count"] == 0 or bool(result["gb_ids"])
     if example.dynamo == CLEAN:
-        return len(result["break_reasons"]) == 0 and result["graph_count"] == 1
+        return len(result["break_reasons"]) == 0 and result["graph_count"] == 1 and not result["gb_ids"]
     if example.dynamo == RECOMPILES:
         return result["frame_count"] >= 2
     if example.dynamo == NO_RECOMPILE:

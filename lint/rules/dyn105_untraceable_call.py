@@ -7,8 +7,8 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 (`np.random.permutation`) or maps to code that reads a tensor value (`np.random.choice`),
 `torch.get_rng_state()` / `torch.set_rng_state()`, seeding (`torch.manual_seed()`,
 `torch.cuda.manual_seed()`, `torch.initial_seed()`, `torch.default_generator.manual_seed()`),
-`input()`, `open()`, SciPy functions given tensor data (`linear_sum_assignment(cost.numpy())` in
-a Hungarian matcher), and
+`input()`, `open()`, SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
+SciPy ufunc breaks even on a Python number), and
 calls of `nn.LSTM` / `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
 Also finds a branch, a `range()` or an index on a number drawn with Python's `random`
 (`if random.random() < p:`, `p = rng.randrange(n)` then `if i > p:`). A number drawn under an
@@ -211,6 +211,7 @@ class UntraceableCall(Rule):
         ("GB0014", "Attempted to wrap RNN, GRU, or LSTM"),
         ("GB0033", "Data dependent operator"),
         ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
+        ("GB0156", "Unsupported method call"),  # a SciPy ufunc
         ("GB0170", "Data-dependent branching"),
         ("GB0294", "attempted to trace numpy function unsupported by PyTorch"),
         ("GB0213", "unimplemented builtin op on tensor arguments"),  # torch 2.11: a branch on a Random draw
@@ -304,20 +305,11 @@ class UntraceableCall(Rule):
         untraced_numpy = q.startswith("numpy.random.") and q.count(".") == 2 and q.rsplit(".", 1)[1] not in NUMPY_RANDOM_TRACED
         if q in UNTRACEABLE or untraced_numpy:
             ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo and breaks the graph; call it outside the compiled region")
-        elif q.startswith("scipy.") and any(self._array_data(a.value, ctx) for a in node.args):
-            # Probed: `linear_sum_assignment(cost.numpy())` ("marked as skipped"), a SciPy ufunc
-            # of an array ("Unsupported method call"); of Python numbers it is folded.
-            ctx.report(self, node, f"`{q}()` on tensor data cannot be traced by Dynamo (SciPy) and breaks the graph; "
+        elif q.startswith("scipy."):
+            # Probed: `linear_sum_assignment(cost)` ("marked as skipped"), a SciPy ufunc of an
+            # array or of a Python float ("Unsupported method call").
+            ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo (SciPy) and breaks the graph; "
                                    "call it outside the compiled region or use a torch equivalent")
-
-    @staticmethod
-    def _array_data(value, ctx) -> bool:
-        """A tensor, or a NumPy array made from one (`cost.cpu().numpy()`), not Python numbers."""
-        while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in (
-            "numpy", "cpu", "detach", "contiguous", "float", "double", "clone"
-        ):
-            value = value.func.value
-        return ctx.is_tensor(value) or (ctx.is_numpy(value) and not ctx.is_numpy_of_numbers(value))
 
     def _draw_fix(self, node: cst.If, ctx):
         """LayerDrop with Python's draw (`p = random.uniform(0, 1)` then `if self.training and p <
@@ -342,6 +334,19 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # A SciPy ufunc, even of a Python number ("Unsupported method call").
+            """
+            import torch
+            import scipy.special
+
+            @torch.compile
+            def f(x, order=3.0):
+                return x * float(scipy.special.gammaln(order))  # expect: DYN105
+            """,
+            dynamo=BREAKS,
+            needs=("scipy",),
+        ),
         Example(
             # pytorch-forecasting's `class LSTM(RNN, nn.LSTM)` and tianshou's `flatten_parameters()`.
             """
@@ -775,19 +780,6 @@ class UntraceableCall(Rule):
         invalid = invalid + (Example(_random_value.format(mark="  # expect: DYN105"), dynamo=BREAKS),)
         _random_value_examples = ()
     valid = (
-        Example(
-            # SciPy on Python numbers: Dynamo calls it while tracing and keeps the constant.
-            """
-            import torch
-            import scipy.special
-
-            @torch.compile
-            def f(x, order=3.0):
-                return x * float(scipy.special.gammaln(order))
-            """,
-            dynamo=CLEAN,
-            needs=("scipy",),
-        ),
         Example(
             # vit-pytorch's CaiT keeps one layer: Dynamo draws `random.randrange` itself (2.13, 2.14.1).
             """

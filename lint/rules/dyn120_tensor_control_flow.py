@@ -126,6 +126,12 @@ zeros")`, which Dynamo keeps in the graph. It raises a RuntimeError instead of t
 exception, and on a GPU it fails asynchronously as a device-side assert that leaves the CUDA
 context unusable: right for checks of programming errors, not for exceptions that callers catch.
 
+`assert t, msg` is kept in the graph by Dynamo only when `msg` is a string literal: with an
+f-string, `"%d" % n` or a variable the assert is a branch on the tensor (probed on 2.13 and
+2.14.1), and is reported. With an f-string of Python values the fix is
+`torch._assert_async(t, f"...")`, the message formatted before the call (a RuntimeError instead
+of an AssertionError, and checked under `python -O` too).
+
 `assert a and b, msg` on tensor tests (`and` takes a tensor's truth in Python) becomes one
 `assert` per operand, `assert a, msg` then `assert b, msg`: the same operands in the same order,
 the same AssertionError at the first false one; Dynamo keeps each `assert t` in the graph, where
@@ -136,7 +142,7 @@ chain of more than 32 operands, only the leftmost finding does).
 import libcst as cst
 
 from ..draws import comparison_with_draw, guarded_probability
-from ..nodes import dotted
+from ..nodes import dotted, is_string_literal
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torch.cond`"
@@ -294,10 +300,24 @@ class TensorControlFlow(Rule):
         # A branch inside a comprehension: Dynamo cannot rebuild the comprehension to resume.
         ("GB0092", "Reconstruction failure"),
     )
-    node_types = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.UnaryOperation, cst.Call)
+    node_types = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.UnaryOperation, cst.Call, cst.Assert)
     fixable = "safe or unsafe"
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
+        if type(node) is cst.Assert:
+            # `assert t, "text"` stays in the graph; any other message makes it a branch.
+            test = node.test
+            if (
+                node.msg is not None
+                and not is_string_literal(node.msg)
+                and type(test) not in (cst.BooleanOperation, cst.UnaryOperation)
+                and _is_tensor_condition(test, ctx)
+            ):
+                ctx.report(self, test, "`assert` on a tensor value breaks the graph when its message is not a string "
+                                       "literal (Dynamo keeps `assert t, \"text\"` in the graph): use a literal message, "
+                                       "or `torch._assert_async(t, msg)`",
+                           fix=offer_fix("assert_message", ctx, node, self.code))
+            return
         if type(node) in (cst.If, cst.While, cst.IfExp):
             test = node.test
             if type(test) in (cst.BooleanOperation, cst.UnaryOperation):
@@ -367,6 +387,30 @@ class TensorControlFlow(Rule):
                     ctx.report(self, node, MESSAGE.format(what=f"builtin `{node.func.value}()`"))
 
     invalid = (
+        Example(
+            # piq's input validation: an assert whose message is an f-string is a branch to Dynamo.
+            """
+            import torch
+
+            @torch.compile
+            def f(x, data_range=1.0):
+                assert x.amax() <= data_range, f"expected values up to {data_range}"  # expect: DYN120
+                assert x.amin() >= -data_range and x.abs().sum() > 0, f"bad input for {data_range}"  # expect: DYN120 DYN120
+                return x * 2
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.rand(4, 4) * 0.5 + 0.1,)",
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x, data_range=1.0):
+                    torch._assert_async(x.amax() <= data_range, f"expected values up to {data_range}")  # expect: DYN120
+                    torch._assert_async(x.amin() >= -data_range, f"bad input for {data_range}")
+                    torch._assert_async(x.abs().sum() > 0, f"bad input for {data_range}")  # expect: DYN120 DYN120
+                    return x * 2
+            """,
+        ),
         Example(
             # normflows' `iResBlock`: a submodule class named in lower case, whose method (not its
             # forward) the model calls.
@@ -1420,6 +1464,31 @@ class TensorControlFlow(Rule):
         ),
     )
     valid = (
+        Example(
+            # spandrel's DAT / RGT / LaMa: a size, a mode string and the tensor's type name,
+            # compared with settings and strings: Python values, no tensor test.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.patches_resolution = 8
+                    self.proj = nn.Linear(4, 4)
+
+                def forward(self, x, H, interaction_type):
+                    if self.patches_resolution != H:
+                        x = x * 2
+                    if interaction_type == "spatial_modulates_channel":
+                        x = x + 1
+                    if x.type() == "torch.cuda.HalfTensor":
+                        x = x.float()
+                    return self.proj(x)
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(4, 4), 6, 'spatial_modulates_channel')",
+        ),
         Example(
             # `ctx` of a custom autograd function is no tensor, and a flag left at its default
             # by every `.apply` call is a constant to Dynamo.

@@ -10,9 +10,9 @@ to treat it as a graph input. Dynamo breaks ("Attempted to use `torch.nn.Paramet
 constructor with Dynamo", "setattr() on Tensor.requires_grad", "Unsupported Tensor.requires_grad_()
 call", "requires_grad_() intermediate leaked as output", and for `torch.zeros(..., requires_grad=True)` "Attempted to use tensor
 creation function with requires_grad=True"; probed on torch 2.13 and 2.14.1). Moving the flag
-into the factory call does not help: the factory form breaks too. Only a factory that is the
-first statement of the function goes unnoticed (Dynamo runs it before the graph starts) and is
-not reported.
+into the factory call does not help: the factory form breaks too, even as the function's first
+statement (explain counts no break there, since no graph comes before it, but Dynamo's log names
+the break and `fullgraph=True` fails).
 
 ## Example
 ```python
@@ -120,7 +120,6 @@ class RequiresGradInRegion(Rule):
             and q.startswith("torch.")
             and q[6:] in FACTORIES
             and _requires_grad_given(node, ctx)
-            and not _first_statement(ctx)
         ):
             ctx.report(
                 self,
@@ -131,6 +130,23 @@ class RequiresGradInRegion(Rule):
             )
 
     invalid = (
+        Example(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = nn.Parameter(torch.ones(4))
+
+                def forward(self, x):
+                    # The first statement: explain counts no break (no graph before it); the log names one.
+                    scale = torch.ones(4, requires_grad=True)  # expect: DYN140
+                    return x * self.w * scale
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             # MONAI's Warp block caches its grid on the module; only tensors have `requires_grad`.
             """
@@ -302,23 +318,6 @@ class RequiresGradInRegion(Rule):
         Example(
             """
             import torch
-            from torch import nn
-
-            class M(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.w = nn.Parameter(torch.ones(4))
-
-                def forward(self, x):
-                    # The first statement: Dynamo runs it before the graph starts (no break).
-                    scale = torch.ones(4, requires_grad=True)
-                    return x * self.w * scale
-            """,
-            dynamo=CLEAN,
-        ),
-        Example(
-            """
-            import torch
 
             @torch.compile
             def f(x):
@@ -342,23 +341,6 @@ def _requires_grad_given(call: cst.Call, ctx: RuleContext) -> bool:
 def _false_while_compiling(value: cst.BaseExpression, ctx: RuleContext) -> bool:
     """The literal `False`, or a flag such as `flag and not torch.compiler.is_compiling()`."""
     return (type(value) is cst.Name and value.value == "False") or ctx.static_truth(value) is False
-
-
-def _first_statement(ctx: RuleContext) -> bool:
-    """The statement is the function's first (after its docstring): Dynamo runs it before any graph."""
-    body = ctx.fn.body
-    if type(body) is not cst.IndentedBlock or not body.body:
-        return False
-    stmts = list(body.body)
-    first = stmts[0]
-    if (
-        len(stmts) > 1
-        and type(first) is cst.SimpleStatementLine
-        and type(first.body[0]) is cst.Expr
-        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    ):
-        first = stmts[1]
-    return ctx.statement is first
 
 
 RULE = RequiresGradInRegion
