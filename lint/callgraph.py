@@ -72,8 +72,14 @@ class CallEdges:
             # `forward(ctx, x, t)`, after ctx
             key, offset = f"{self._applied_function(func)}.forward", 1
             self.fa.call_passed.setdefault(key, {})[id(node)] = _passed_arguments(node)
+        elif self._submodule_method(func) is not None:
+            # `self.trans.HVIT(x)` with `self.trans = HVITransform()` of this file: a method of
+            # the submodule's class (spandrel's HVI-CIDNet)
+            key = self._submodule_method(func)
         else:
             self._record_external_call_site(node)
+            return
+        if key is None:
             return
         for i, arg in enumerate(node.args):
             if arg.star:
@@ -84,6 +90,18 @@ class CallEdges:
                 slot = arg.keyword.value if arg.keyword is not None else i + offset
                 # A definite tensor at one call site and a presumed one at another: presumed.
                 hints[slot] = P if P in (k, hints.get(slot)) else T
+
+    def _submodule_method(self, func: cst.BaseExpression) -> Optional[str]:
+        """`self.<sub>.<method>` where `self.<sub>` holds one class of this file that defines
+        `method` (not `forward`, whose parameters are presumed tensors already)."""
+        if type(func) is not cst.Attribute or func.attr.value == "forward" or self.class_info is None:
+            return None
+        sub = self.self_attr(func.value)
+        types = self.class_info.attr_types.get(sub) if sub is not None else None
+        if not types or len(types) != 1:
+            return None
+        cls = self.fa.summary.classes.get(types[0])
+        return f"{types[0]}.{func.attr.value}" if cls is not None and func.attr.value in cls.methods else None
 
     def _applied_function(self, func: cst.BaseExpression) -> Optional[str]:
         """The custom autograd function of this file that `Fn.apply` or an alias of it names."""

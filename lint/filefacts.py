@@ -45,6 +45,8 @@ class FileAnalyzer:
         self.callable_attrs: dict[str, set[str]] = {}
         self.rnn_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding nn.LSTM/GRU/RNN
         self.rnn_classes: set[str] = set()  # classes of this file deriving from them
+        # class qualname -> attrs assigned a module in __init__ (`nn.Conv2d(...)`, `Block(...)`)
+        self.module_attrs: dict[str, set[str]] = {}
         self.lock_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding threading locks
         self.lock_names: set[str] = set()  # module-level names bound to threading locks
         self._subclasses: Optional[dict[str, list[str]]] = None  # base -> classes of this file
@@ -338,6 +340,8 @@ class FileAnalyzer:
                             types = submodule_types(value, self)
                             if types:
                                 info.attr_types[attr] = types
+                            if types or (q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper()):
+                                self.module_attrs.setdefault(cls, set()).add(attr)
             elif type(node) is cst.Call:
                 func = node.func
                 if (

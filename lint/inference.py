@@ -26,6 +26,8 @@ def torch_non_tensor(q: str) -> bool:
 
 
 _STRING_NODES = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+# Parameters every layer with weights has (`nn.Linear`, `nn.Conv2d`, norms).
+_PARAMETER_NAMES = frozenset({"weight", "bias"})
 
 
 def join_kinds(a: str, b: str) -> str:
@@ -203,6 +205,8 @@ class KindInference:
                 if attr == "training":
                     return N
                 return U
+            if attr in _PARAMETER_NAMES and self._submodule_attr(base):
+                return T  # `self.sk.weight`: a submodule's parameter (SPAN's re-parameterisation)
             bk = self.kind(base)
             if bk in TENSORISH:
                 if attr in K.SHAPE_ATTRS:
@@ -277,6 +281,11 @@ class KindInference:
         if type(node) in (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp):
             return N
         return U
+
+    def _submodule_attr(self, node: cst.BaseExpression) -> bool:
+        """`self.<attr>` assigned a module in the class (`nn.Conv2d(...)`, `Block(...)`)."""
+        attr = self.self_attr(node)
+        return attr is not None and attr in self.module_attrs and attr not in self.tensor_attrs
 
     def _setting_attr(self, node: cst.BaseExpression) -> bool:
         """`self.<attr>` assigned in the class but holding no tensor (a size, a flag, a mode)."""

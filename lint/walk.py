@@ -119,6 +119,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.buffer_attrs = fa.buffer_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
         self.callable_attrs = fa.callable_attrs.get(cls, set()) if cls else set()
+        self.module_attrs = fa.module_attrs.get(cls, set()) if cls else set()
         self.rnn_attrs = fa.rnn_attrs_with_subclasses(cls) if cls else set()
         self.in_rnn_class = cls is not None and cls in fa.rnn_classes
         self.lock_attrs = fa.lock_attrs.get(cls, set()) if cls else set()

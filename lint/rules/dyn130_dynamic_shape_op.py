@@ -173,6 +173,32 @@ class DynamicShapeOp(Rule):
 
     invalid = (
         Example(
+            # spandrel's HVI-CIDNet: a method (not forward) of a submodule class of the file,
+            # given the input: its parameter is a tensor.
+            """
+            import torch
+            from torch import nn
+
+            class HVITransform(nn.Module):
+                def hvi(self, img):
+                    hue = torch.zeros(img.shape[0], img.shape[2], img.shape[3])
+                    value = img.max(1)[0]
+                    ratio = (img[:, 0] - img[:, 1]) / (value + 1e-8)
+                    hue[img[:, 2] == value] = 4.0 + ratio[img[:, 2] == value]  # expect: DYN130
+                    return hue
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.trans = HVITransform()
+
+                def forward(self, x):
+                    return self.trans.hvi(x) * 2
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.rand(1, 3, 4, 4),)",
+        ),
+        Example(
             # vit-pytorch's adaptive token sampling. `torch.unique` of a graph input looks traced
             # (explain counts one graph: the break comes before any op); of a computed tensor it breaks.
             """

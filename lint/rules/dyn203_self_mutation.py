@@ -143,6 +143,37 @@ class SelfMutation(Rule):
     )
     valid = (
         Example(
+            # spandrel's SPAN re-parameterises on every call: tensors built from a submodule's
+            # parameters, stored on the module: no guard on their values, no recompile.
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.sk = nn.Conv2d(4, 4, 1)
+                    self.conv = nn.Conv2d(4, 4, 3, padding=1)
+                    self.weight_concat = self.conv.weight.data.clone()
+                    self.bias_concat = self.conv.bias.data.clone()
+
+                def update_params(self):
+                    sk_w = F.pad(self.sk.weight.data.clone().detach(), [1, 1, 1, 1])
+                    sk_b = self.sk.bias.data.clone().detach()
+                    self.weight_concat = self.conv.weight + sk_w
+                    self.bias_concat = self.bias_concat + sk_b
+
+                def forward(self, x):
+                    self.update_params()
+                    return F.conv2d(x, self.weight_concat, self.bias_concat, padding=1)
+            """,
+            dynamo=NO_RECOMPILE,
+            calls=3,
+            inputs="(torch.randn(1, 4, 8, 6),)",
+            inputs2="(torch.randn(1, 4, 12, 6),)",
+        ),
+        Example(
             # MONAI's RegUNet head and ESM's positional embedding: a tensor attribute moved to the
             # input's device or dtype is the same tensor from the second call on.
             """
