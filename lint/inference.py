@@ -105,6 +105,28 @@ def int_only_params(fn: cst.FunctionDef) -> frozenset:
     return frozenset(n for n, c in int_uses.items() if c == uses.get(n))
 
 
+# Tensor methods whose positional arguments are sizes (`x.view(B, H, W, C)`).
+_SIZE_ARG_METHODS = frozenset({
+    "view", "reshape", "expand", "new_zeros", "new_ones", "new_empty", "new_full", "unflatten", "repeat",
+})
+
+
+def size_params(fn: cst.FunctionDef) -> frozenset:
+    """Parameters passed as a size to a shape method (`x.view(B, H, W, C)`, `x.reshape((B, H, W))`):
+    sizes handed to `forward(self, x, H, W)` (spandrel's FDAT), not tensors."""
+    names = {p.name.value for p in param_list(fn.params)}
+    found: set[str] = set()
+    for node in iter_code_nodes(fn.body):
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute or node.func.attr.value not in _SIZE_ARG_METHODS:
+            continue
+        for arg in node.args:
+            if arg.keyword is not None or arg.star:
+                continue
+            values = [e.value for e in arg.value.elements] if type(arg.value) in (cst.Tuple, cst.List) else [arg.value]
+            found.update(v.value for v in values if type(v) is cst.Name and v.value in names)
+    return frozenset(found)
+
+
 class KindInference:
     """The kind questions of `FunctionContext` (`lint.walk`), which it mixes in: they read the
     walk's bindings (`env`, `numpy_names`, `local_types`), the class's facts (`tensor_attrs`,
@@ -226,6 +248,8 @@ class KindInference:
             if bk == S:
                 return S
             if bk == C:
+                if any(type(el.slice) is cst.Slice for el in node.slice):
+                    return C  # `keys[1:]`: a shorter list
                 # `edge_index[0]` of a tuple of tensors; `x["lengths"]` of `x: dict[str, Tensor]`
                 return T if self._tensor_container(node.value) else P
             return U

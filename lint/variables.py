@@ -138,3 +138,22 @@ def rebound_names(root: cst.CSTNode) -> set[str]:
         elif t is cst.Param:
             out.add(node.name.value)
     return out
+
+
+_ONE_VALUE_MEMO: dict = {}
+
+
+def returns_one_value(fn: cst.FunctionDef) -> bool:
+    """Every `return` of fn (nested functions included, conservatively) gives one expression
+    that is no tuple, list or dict display: `return ((lengths - 1) // 2 + 1)`, not `return a, b`."""
+    known = _ONE_VALUE_MEMO.get(id(fn))
+    if known is not None and known[0] is fn:
+        return known[1]
+    returns = [n for n in iter_nodes(fn.body) if type(n) is cst.Return]
+    result = bool(returns) and all(
+        r.value is not None and type(r.value) not in (cst.Tuple, cst.List, cst.Dict) for r in returns
+    )
+    if len(_ONE_VALUE_MEMO) > 4096:
+        _ONE_VALUE_MEMO.clear()
+    _ONE_VALUE_MEMO[id(fn)] = (fn, result)
+    return result

@@ -12,12 +12,12 @@ from . import fastcst
 from . import kinds as K
 from .annotations import annotation_kind, holds_tensors, type_comment_kinds
 from .callgraph import CallEdges
-from .inference import KindInference, int_only_params, merge_kinds, torch_non_tensor
+from .inference import KindInference, int_only_params, merge_kinds, size_params, torch_non_tensor
 from .kinds import B, C, N, P, S, T, U, TENSORISH
 from .nodes import dotted, is_docstring, is_none, param_list
 from .rule import offer_fix
 from .summary import FunctionInfo
-from .variables import rebound_names
+from .variables import rebound_names, returns_one_value
 
 if TYPE_CHECKING:  # pragma: no cover
     from .filefacts import FileAnalyzer
@@ -307,6 +307,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                     self.env[name] = N
                 elif name in evidence:
                     self.env[name] = T
+                elif name in self._size_params():
+                    self.env[name] = N
         for star in (self.fn.params.star_arg, self.fn.params.star_kwarg):
             if type(star) is cst.Param:
                 self.env[star.name.value] = N
@@ -321,6 +323,13 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         found = self.fa._int_only.get(key)
         if found is None:
             found = self.fa._int_only[key] = int_only_params(self.fn)
+        return found
+
+    def _size_params(self) -> frozenset:
+        key = ("size", id(self.fn))
+        found = self.fa._int_only.get(key)
+        if found is None:
+            found = self.fa._int_only[key] = size_params(self.fn)
         return found
 
     def _walk_block(self, suite: cst.BaseSuite) -> bool:
@@ -653,7 +662,11 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         if node.value is not None:
             self._visit(node.value)
-            self._bind(node.target, node.value, self.kind(node.value))
+            declared = annotation_kind(node.annotation) == T
+            self._bind(node.target, node.value, T if declared else self.kind(node.value))
+            if declared and type(node.target) is cst.Name:
+                # `obs: torch.Tensor = to_torch(batch.obs)`: a tensor, not a helper's maybe-tuple
+                self.call_values.discard(node.target.value)
         self._visit_target(node.target)
         return False
 
@@ -877,6 +890,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 self.self_attr(func.value) is not None and self.self_attr(func.value) not in self.tensor_attrs
             )
         if type(func) is cst.Name:
+            local = self.fa.local_functions.get(func.value)
+            if local is not None and func.value not in self.env and returns_one_value(local):
+                return False  # a helper of the file whose returns are single values, not tuples
             return not (self.qualname(func) or "").startswith("torch.")
         return type(func) is cst.Subscript
 

@@ -1465,6 +1465,29 @@ class TensorControlFlow(Rule):
     )
     valid = (
         Example(
+            # spandrel's FDAT: `forward(self, x, H, W)` gets sizes, which `view` takes; the
+            # padding computed from them is a Python number.
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.ws = 4
+
+                def forward(self, x, H, W):
+                    B, L, C = x.shape
+                    pad_r, pad_b = (self.ws - W % self.ws) % self.ws, (self.ws - H % self.ws) % self.ws
+                    if pad_r > 0 or pad_b > 0:
+                        x = F.pad(x.view(B, H, W, C), (0, 0, 0, pad_r, 0, pad_b)).view(B, -1, C)
+                    return x * 2
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(2, 12, 4), 3, 4)",
+        ),
+        Example(
             # spandrel's DAT / RGT / LaMa: a size, a mode string and the tensor's type name,
             # compared with settings and strings: Python values, no tensor test.
             """

@@ -51,7 +51,8 @@ class TensorAsInt(Rule):
                         ctx.report(self, a.value, "`num_classes` from a tensor value breaks the graph; use a static number")
                 return
             if q.startswith(("torch.", "numpy.")) and q.count(".") == 1 and q.split(".")[1] in FACTORIES:
-                for a in node.args:
+                # `torch.full(size, fill_value)`: a tensor fill value is traced (probed), only the size counts
+                for a in node.args[:1] if q.split(".")[1] == "full" else node.args:
                     sizes = a.value.elements if type(a.value) in (cst.Tuple, cst.List) else [a]
                     if a.keyword is None and any(ctx.is_definite_tensor(el.value) for el in sizes):
                         ctx.report(self, a.value, f"size of `{q}()` from a tensor value breaks the graph; use a shape or a constant")
@@ -129,6 +130,18 @@ class TensorAsInt(Rule):
         ),
     )
     valid = (
+        Example(
+            # GLM-Image: a tensor as `torch.full`'s fill value is traced; only its size must be static.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                pos = (x > 0).sum() + 1
+                return torch.full((x.shape[0],), pos, dtype=torch.long) + x.long()
+            """,
+            dynamo=CLEAN,
+        ),
         Example(
             """
             import torch

@@ -44,8 +44,8 @@ class SavedVariables(Rule):
     def check(self, node: cst.Attribute, ctx: RuleContext) -> None:
         if node.attr.value != "saved_variables" or ctx.in_assignment_target():
             return
-        ctx.report(self, node, "`saved_variables` is the deprecated name of `saved_tensors`, which Dynamo does not "
-                               "trace: it breaks the graph; read `saved_tensors`",
+        ctx.report(self, node, "`ctx.saved_variables` (the deprecated name of `saved_tensors`) breaks the graph: "
+                               "Dynamo traces only `ctx.saved_tensors`; read that",
                    fix=offer_fix("saved_tensors", ctx, node, self.code))
 
     invalid = (

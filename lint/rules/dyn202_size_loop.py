@@ -63,6 +63,26 @@ class SizeLoop(Rule):
 
     invalid = (
         Example(
+            # tianshou's BCQ: a helper's value declared a tensor is one (not a maybe-tuple).
+            """
+            import torch
+
+            def to_torch(x):
+                return torch.as_tensor(x) * 1
+
+            @torch.compile
+            def f(batch):
+                obs_group: torch.Tensor = to_torch(batch)
+                out = obs_group[0] * 0
+                for obs in obs_group:  # expect: DYN202
+                    out = out + obs
+                return out
+            """,
+            dynamo=RECOMPILES,
+            inputs="(torch.randn(3, 4),)",
+            inputs2="(torch.randn(6, 4),)",
+        ),
+        Example(
             # xlstm's vanilla backend: a loop over `unbind()`, one step per time index.
             """
             import torch
