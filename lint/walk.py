@@ -662,7 +662,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         if node.value is not None:
             self._visit(node.value)
-            declared = annotation_kind(node.annotation) == T
+            declared = annotation_kind(node.annotation) == T and not is_none(node.value)
             self._bind(node.target, node.value, T if declared else self.kind(node.value))
             if declared and type(node.target) is cst.Name:
                 # `obs: torch.Tensor = to_torch(batch.obs)`: a tensor, not a helper's maybe-tuple
