@@ -1042,12 +1042,38 @@ def test_assert_of_an_and_of_tensor_tests_is_split_into_one_assert_per_operand()
                 # when
                 assert x_max.isnan().sum() == 0, ("NaN detected")
                 assert x_min.isnan().sum() == 0, ("NaN detected")
-                assert flag, f"bad {x_min}"
-                assert not (x > 100).any(), f"bad {x_min}"
-                assert (x_min <= x_max), f"bad {x_min}"  # range
+                assert flag and not (x > 100).any() and (x_min <= x_max), f"bad {x_min}"  # range
                 assert (x > -100).all()
                 assert (x < 100).all()
                 return x * 2
+        """,
+    )
+    # The second assert is left alone: with an f-string message each assert of a split would
+    # still break (Dynamo keeps only literal-message asserts), and this one formats a tensor.
+
+
+def test_assert_with_an_f_string_of_python_values_becomes_assert_async():
+    """piq's `_validate_input`: `assert t, f"..."` is a branch to Dynamo; with a message of Python
+    values it becomes `torch._assert_async(t, f"...")`, one per operand of an `and`."""
+    assert_fixes(
+        """
+        import torch
+
+        @torch.compile
+        def f(x, lo=0.0, hi=1.0):
+            assert x.amin() >= lo, f"values below {lo}"
+            assert x.amax() <= hi and not x.isnan().any(), f"values above {hi} or NaN"
+            return x * 2
+        """,
+        """
+        import torch
+
+        @torch.compile
+        def f(x, lo=0.0, hi=1.0):
+            torch._assert_async(x.amin() >= lo, f"values below {lo}")
+            torch._assert_async(x.amax() <= hi, f"values above {hi} or NaN")
+            torch._assert_async(torch.logical_not(x.isnan().any()), f"values above {hi} or NaN")
+            return x * 2
         """,
     )
 
