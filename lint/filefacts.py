@@ -69,8 +69,9 @@ class FileAnalyzer:
         # (`def default(val, d): return val if exists(val) else d`), as (position, name, kind of
         # the default): a call's value is then its arguments' kinds, not a tensor for all callers.
         self.passthrough: dict[str, tuple] = {}
-        # id of a function node -> its parameters only ever used as ints (`range(n)`, `n == 1`).
-        self._int_only: dict[int, frozenset] = {}
+        # id of a function node -> its parameters only ever used as ints (`range(n)`, `n == 1`);
+        # ("size", id) -> those passed as sizes to `view` / `reshape` (inference.size_params).
+        self._int_only: dict = {}
         # The text `module` was parsed from, when known: lets positions and scans skip work.
         self.source: Optional[str] = None
         # id of a function that reported -> {id: statement of its body whose walk reported}, or

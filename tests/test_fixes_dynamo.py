@@ -257,6 +257,38 @@ def test_split_assert_compiles_to_one_graph_and_still_raises(tmp_path):
 
 
 @pytest.mark.torch
+def test_assert_with_a_formatted_message_compiles_to_one_graph_and_still_raises(tmp_path):
+    """`assert t, f"..."` (piq's input checks): a branch to Dynamo. `torch._assert_async(t, f"...")`
+    keeps the check in the graph, and a failing one still raises with the formatted message,
+    eager and compiled (RuntimeError instead of AssertionError: the fix is unsafe)."""
+    import torch
+    import torch._dynamo
+
+    source = (
+        "import torch\n"
+        "class Check(torch.nn.Module):\n"
+        "    def forward(self, x, hi: float = 1.0):\n"
+        "        assert x.amax() <= hi, f'values above {hi}'\n"
+        "        return x * 2\n"
+    )
+    result = fix_source(source, "check.py", ALL, unsafe=True)
+    assert "        torch._assert_async(x.amax() <= hi, f'values above {hi}')\n" in result.text and not result.remaining
+    original = _import_text(source, tmp_path).Check()
+    check = _import_text(result.text, tmp_path).Check()
+    x = torch.rand(4)
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(original)(x).break_reasons
+    torch._dynamo.reset()
+    after = torch._dynamo.explain(check)(x)
+    assert after.graph_count == 1 and not after.break_reasons, after.break_reasons
+    high = torch.tensor([0.5, 3.0])
+    for run in (check, torch.compile(check, backend="eager", fullgraph=True)):
+        torch._dynamo.reset()
+        torch.testing.assert_close(run(x), original(x))
+        with pytest.raises(RuntimeError, match="values above 1.0"):
+            run(high)
+
+
 def test_item_deciding_a_branch_has_no_break_free_rewrite():
     """Longformer / LED: `is_global_attn = is_index_global_attn.flatten().any().item()`, then
     `if is_global_attn:` around work with data-dependent shapes (`nonzero`, a `cat` of as many
