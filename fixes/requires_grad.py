@@ -116,7 +116,8 @@ def _alone(info, stmt, small: cst.CSTNode) -> bool:
 
 
 def _bound_name(ctx: RuleContext, info, value: cst.CSTNode) -> Optional[str]:
-    """Where the flagged value goes: `name` of `name = <value>`; None when an operator, a method
+    """Where the flagged value goes: `name` of `name = <value>` (also through conversions that
+    may return the tensor itself, `.float()`, `.to(...)`); None when an operator, another method
     or a torch function takes it (a new tensor comes out, the flagged one stays here); "" when
     it is kept as it is (returned, stored in an attribute or a container, given to a function
     that might keep it)."""
@@ -125,6 +126,12 @@ def _bound_name(ctx: RuleContext, info, value: cst.CSTNode) -> Optional[str]:
         if isinstance(up, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget)):
             return None
         if type(up) is cst.Attribute and up.value is node:
+            call = info.parent(up)
+            if type(call) is cst.Call and up.attr.value in _SAME_TENSOR_METHODS:
+                # `torch.zeros(..., requires_grad=True).float()` may be the tensor itself (PyG's
+                # equilibrium solver differentiates against what `init_output` returns): follow it
+                node, up = call, info.parent(call)
+                continue
             return None  # `leaf.reshape(...)`, `leaf.sum()`
         if type(up) is cst.Arg:
             call = info.parent(up)
@@ -139,6 +146,12 @@ def _bound_name(ctx: RuleContext, info, value: cst.CSTNode) -> Optional[str]:
             return ""  # `return leaf`, `yield leaf`, `x += leaf`, ...
         node, up = up, info.parent(up)  # parentheses, tuple / list elements, `a if c else b`
     return ""
+
+
+# Methods returning the tensor itself when there is nothing to convert.
+_SAME_TENSOR_METHODS = frozenset({
+    "float", "double", "half", "bfloat16", "to", "type", "type_as", "contiguous", "cuda", "cpu",
+})
 
 
 def _kept_local(info, fn: cst.CSTNode, name: Optional[str], flagged: cst.CSTNode) -> bool:

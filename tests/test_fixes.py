@@ -1765,6 +1765,29 @@ def test_requires_grad_of_module_state_gets_no_fix():
     assert [f.row for f in result.remaining if f.code == "DYN140"] == [11, 13]
 
 
+def test_requires_grad_of_a_returned_tensor_through_a_conversion_gets_no_fix():
+    """PyG's equilibrium aggregation: `init_output` returns `torch.zeros(..., requires_grad=True)
+    .float()` (the tensor itself: `.float()` of a float tensor), and the solver differentiates
+    against it. Skipping the flag while compiling would break that: no fix."""
+    code = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+
+        class Equilibrium(nn.Module):
+            def init_output(self, n: int):
+                return torch.zeros(n, 4, requires_grad=True).float()
+
+            def forward(self, x):
+                y = self.init_output(x.shape[0])
+                return x + y
+        """
+    ).lstrip("\n")
+    result = fix_source(code, "example.py", ALL, unsafe=True)
+    assert [f.row for f in result.remaining if f.code == "DYN140"] == [6]
+    assert not [f for f in result.fixed if f.code == "DYN140"]
+
+
 def test_requires_grad_on_an_old_torch_path_or_without_a_torch_import_gets_no_fix():
     code = textwrap.dedent(
         """
