@@ -333,7 +333,7 @@ class FileAnalyzer:
                             tensor_attrs.add(attr)
                             if q in ("torch.nn.Buffer", "torch.nn.parameter.Buffer"):
                                 self.buffer_attrs.setdefault(cls, set()).add(attr)
-                        elif q in RNN_MODULES or q in self.rnn_classes:
+                        elif q in RNN_MODULES or q in self.rnn_classes or q in self.options.external_rnn_types:
                             self.rnn_attrs.setdefault(cls, set()).add(attr)
                         elif q in LOCK_TYPES:
                             self.lock_attrs.setdefault(cls, set()).add(attr)
@@ -470,8 +470,7 @@ class FileAnalyzer:
             )
 
 
-RNN_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
-RNN_BASES = RNN_MODULES | {"torch.nn.RNNBase", "torch.nn.modules.rnn.RNNBase"}
+RNN_MODULES, RNN_BASES = K.RNN_MODULES, K.RNN_BASES
 
 
 # Locks Dynamo cannot enter ("Unsupported context manager"; probed on torch 2.13: DYN109).

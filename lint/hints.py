@@ -24,7 +24,8 @@ def cross_file_facts(
     """filename -> {"hints": parameter hints its functions receive from calls in other files,
     "returns": dotted names it calls, defined in other files, that return tensors, and, when
     there are any, "passthrough": those of them that return some of their parameters as they
-    came in, with those parameters (`FunctionInfo.passthrough`)}.
+    came in, with those parameters (`FunctionInfo.passthrough`), and "rnn_types": the classes of
+    other files it stores on its modules that derive from nn.LSTM / GRU / RNN}.
     `visited`: gets every name resolution looked at (`Project`); `project`: one built for
     these summaries with that `visited`, reused instead of building another.
 
@@ -48,9 +49,9 @@ def cross_file_facts(
         part = memo.get(s.filename)
         if part is None or part.summary is not s:
             part = memo[s.filename] = _FileFacts(s, _hints_given(s, project, file_of))
-            part.returns, part.passthrough, part.callee_files = _returns_to(s, project, file_of)
+            part.returns, part.passthrough, part.rnn_types, part.callee_files = _returns_to(s, project, file_of)
         elif part.callee_files & changed:
-            part.returns, part.passthrough, part.callee_files = _returns_to(s, project, file_of)
+            part.returns, part.passthrough, part.rnn_types, part.callee_files = _returns_to(s, project, file_of)
         for target_file, target, slots in part.hints:
             merged = facts(target_file)["hints"].setdefault(target, {})
             for slot, kind in slots.items():
@@ -59,19 +60,22 @@ def cross_file_facts(
             facts(s.filename)["returns"] = list(part.returns)
         if part.passthrough:
             facts(s.filename)["passthrough"] = dict(part.passthrough)
+        if part.rnn_types:
+            facts(s.filename)["rnn_types"] = list(part.rnn_types)
     return out
 
 
 class _FileFacts:
     """One file's part of the cross-file facts, for one summary of it."""
 
-    __slots__ = ("summary", "hints", "returns", "passthrough", "callee_files")
+    __slots__ = ("summary", "hints", "returns", "passthrough", "rnn_types", "callee_files")
 
     def __init__(self, summary: FileSummary, hints: list) -> None:
         self.summary = summary
         self.hints = hints  # [(file, function, {slot: kind})]: tensors it passes to other files
         self.returns: list[str] = []  # sorted: names it calls that return tensors
         self.passthrough: dict = {}  # names it calls returning parameters -> those parameters
+        self.rnn_types: list[str] = []  # sorted: classes it stores that derive from nn.LSTM/GRU/RNN
         self.callee_files: set[str] = set()  # the other files defining what it calls by name
 
 
@@ -89,10 +93,22 @@ def _hints_given(s: FileSummary, project: Project, file_of: dict) -> list:
     return out
 
 
-def _returns_to(s: FileSummary, project: Project, file_of: dict) -> tuple[list, dict, set]:
+def _returns_to(s: FileSummary, project: Project, file_of: dict) -> tuple[list, dict, list, set]:
     project.asker = s.module + "."
     returns, callee_files = set(), set()
     passthrough = {}
+    rnn_types = set()
+    class_files = project.class_file_of()
+    for cls in s.classes.values():
+        for types in cls.attr_types.values():
+            for written in types:
+                target = project.canonical(written)
+                if target not in project.classes or class_files.get(target) == s.filename:
+                    continue
+                # `self.lstm = LSTM(...)` with `class LSTM(RNN, nn.LSTM)` in another file
+                callee_files.update(class_files[c] for c in project.mro(target) if c in class_files)
+                if project.is_rnn_class(target):
+                    rnn_types.add(written)
     for fn in s.functions.values():
         for edge in fn.edges:
             if edge[0] != "name":
@@ -106,4 +122,4 @@ def _returns_to(s: FileSummary, project: Project, file_of: dict) -> tuple[list, 
                 if callee.passthrough:
                     passthrough[edge[1]] = [list(slot) for slot in callee.passthrough]
     project.asker = None
-    return sorted(returns), dict(sorted(passthrough.items())), callee_files
+    return sorted(returns), dict(sorted(passthrough.items())), sorted(rnn_types), callee_files

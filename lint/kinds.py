@@ -163,6 +163,9 @@ DISABLE_DECORATORS = frozenset(
     }
 )
 COMPILE_DECORATORS = frozenset({"torch.compile", "torch._dynamo.optimize"})
+# Recurrent modules Dynamo refuses (unless `allow_rnn`), and the bases that make a class one.
+RNN_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
+RNN_BASES = RNN_MODULES | {"torch.nn.RNNBase", "torch.nn.modules.rnn.RNNBase"}
 # Bases of custom autograd functions: Dynamo traces their `forward` and `backward` from `.apply`.
 AUTOGRAD_FUNCTION_BASES = frozenset({
     "torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction",

@@ -19,3 +19,6 @@ class AnalyzerOptions:
     # qualnames of functions in other files returning some of their parameters as they came
     # (`default(val, d)`) -> ((position, name, kind of the default), ...)
     external_passthrough: Optional[dict[str, tuple]] = None
+    # class names as this file writes them (`LSTM` imported from another file) that derive from
+    # nn.LSTM / GRU / RNN there (pytorch-forecasting's `class LSTM(RNN, nn.LSTM)`)
+    external_rnn_types: frozenset[str] = frozenset()

@@ -12,7 +12,7 @@ from collections import deque
 from typing import Iterable, Optional
 
 from .summary import ClassInfo, FileSummary, FunctionInfo
-from .kinds import AUTOGRAD_FUNCTION_BASES, NON_MODULE_BASES
+from .kinds import AUTOGRAD_FUNCTION_BASES, NON_MODULE_BASES, RNN_BASES
 
 
 class Visited(set):
@@ -150,6 +150,9 @@ class ClassResolver:
             return [m for m in (self.find_method(head, "forward"), self.find_method(head, "backward")) if m]
         return []
 
+    def is_rnn_class(self, cls: str) -> bool:
+        return any(self.canonical(b) in RNN_BASES for c in self.mro(cls) for b in self.classes[c].bases)
+
     def is_autograd_function(self, cls: str) -> bool:
         return any(self.canonical(b) in AUTOGRAD_FUNCTION_BASES for c in self.mro(cls) for b in self.classes[c].bases)
 
@@ -212,6 +215,7 @@ class Project(ClassResolver):
         self._asked_by: dict[Optional[str], set[str]] = {}  # asker -> names whose chain it recorded
         self.asker = None
         self._file_of: Optional[dict[str, str]] = None
+        self._class_file_of: Optional[dict[str, str]] = None
         self.facts_memo: dict = {}  # `lint.hints.cross_file_facts`'s parts per file
         self._home: dict[str, str] = {}  # class or function -> its file's module and a dot
         if self._foreign is not None:
@@ -268,6 +272,12 @@ class Project(ClassResolver):
     def asker(self, value: Optional[str]) -> None:
         self._asker = value
         self._asked = self._asked_by.setdefault(value, set())
+
+    def class_file_of(self) -> dict[str, str]:
+        """Class qualname -> the file defining it."""
+        if self._class_file_of is None:
+            self._class_file_of = {q: s.filename for s in self.summaries for q in s.classes}
+        return self._class_file_of
 
     def file_of(self) -> dict[str, str]:
         """Function qualname -> the file defining it (names do not change: `replace`)."""

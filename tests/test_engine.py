@@ -223,6 +223,26 @@ def test_warm_run_follows_a_changed_base_class_in_another_file(tmp_path, lint):
     assert [f[3] for f in lint(root, cache_dir)] == ["DYN101"]
 
 
+@pytest.mark.parametrize("lint", [findings, findings_incremental], ids=["summaries", "incremental"])
+def test_an_rnn_subclass_from_another_file_is_an_rnn_module(tmp_path, lint):
+    """pytorch-forecasting's `class LSTM(RNN, nn.LSTM)` in one file, stored by models in others:
+    calling it breaks as nn.LSTM does (DYN105), and no longer once it derives from nn.Module."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/rnn.py": "from torch import nn\n\nclass LSTM(nn.LSTM):\n    pass\n",
+        "pkg/model.py": (
+            "from torch import nn\nfrom .rnn import LSTM\n\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.lstm = LSTM(4, 4)\n\n"
+            "    def forward(self, x):\n        return self.lstm(x)[0]\n"
+        ),
+    }
+    write_tree(tmp_path / "src", files)
+    root, cache_dir = tmp_path / "src", tmp_path / "cache"
+    assert [(f[0], f[3]) for f in lint(root, cache_dir)] == [("pkg/model.py", "DYN105")]
+    (root / "pkg/rnn.py").write_text("from torch import nn\n\nclass LSTM(nn.Module):\n    pass\n")
+    assert lint(root, cache_dir) == [] == findings(root, None)
+
+
 def files_of(folder):
     return sorted(p.name for p in folder.iterdir() if p.suffix == ".py")
 

@@ -195,6 +195,7 @@ def _analyze_one(args: WorkItem, interface_only: bool = False) -> tuple[str, dic
     if facts:
         options.external_hints = facts["hints"]
         options.external_returns = frozenset(facts["returns"])
+        options.external_rnn_types = frozenset(facts.get("rnn_types", ()))
         if facts.get("passthrough"):
             options.external_passthrough = {
                 name: tuple(tuple(slot) for slot in slots) for name, slots in facts["passthrough"].items()
