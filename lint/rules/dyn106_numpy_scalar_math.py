@@ -147,6 +147,30 @@ class NumpyScalarMath(Rule):
 
     invalid = (
         Example(
+            # Research code's flatten size: reported once, here (DYN110 leaves the `int()` to it).
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                n = int(np.prod(x.shape[1:]))  # expect: DYN106
+                return x.reshape(x.shape[0], n) * 2
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3, 4, 5),)",
+            fixed="""
+                import numpy as np
+                import torch
+                import math
+
+                @torch.compile
+                def f(x):
+                    n = int(math.prod(x.shape[1:]))  # expect: DYN106
+                    return x.reshape(x.shape[0], n) * 2
+            """,
+        ),
+        Example(
             """
             import numpy as np
             import torch
@@ -212,7 +236,7 @@ class NumpyScalarMath(Rule):
                     self.a, self.b = 4, 6
 
                 def forward(self, x):
-                    n = int(np.lcm(self.a, self.b))  # expect: DYN106, DYN110
+                    n = int(np.lcm(self.a, self.b))  # expect: DYN106
                     return x.repeat(1, n)
             """,
             dynamo=BREAKS,
