@@ -9,10 +9,8 @@ from typing import Iterable, Iterator, Optional
 import libcst as cst
 
 from dynalint.findings import Edit
-from dynalint.lint.nodes import dotted
+from dynalint.lint.nodes import dotted, is_docstring
 from dynalint.lint.variables import variable_reads
-
-from dynalint.lint.nodes import is_docstring
 
 from .base import SourceInfo, insert_line_before
 

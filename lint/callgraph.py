@@ -67,15 +67,15 @@ class CallEdges:
                 self.fa.call_passed.setdefault(key, {})[id(node)] = _passed_arguments(node)
         elif type(func) is cst.Name and func.value in self.fa.local_functions and func.value not in self.env:
             key = f"{self.fa.summary.module}.{func.value}"
-        elif self._applied_function(func) is not None:
+        elif (applied := self._applied_function(func)) is not None:
             # `Solve.apply(x, t)` (or `solve(x, t)` with `solve = Solve.apply`): the arguments of
             # `forward(ctx, x, t)`, after ctx
-            key, offset = f"{self._applied_function(func)}.forward", 1
+            key, offset = f"{applied}.forward", 1
             self.fa.call_passed.setdefault(key, {})[id(node)] = _passed_arguments(node)
-        elif self._submodule_method(func) is not None:
+        elif (method_key := self._submodule_method(func)) is not None:
             # `self.trans.HVIT(x)` with `self.trans = HVITransform()` of this file: a method of
             # the submodule's class (spandrel's HVI-CIDNet)
-            key = self._submodule_method(func)
+            key = method_key
         else:
             self._record_external_call_site(node)
             return

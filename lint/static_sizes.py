@@ -9,7 +9,6 @@ from __future__ import annotations
 import libcst as cst
 
 from .fastcst import iter_nodes
-from .nodes import dotted
 from .rule import RuleContext
 
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString)
@@ -79,8 +78,7 @@ def static_tensor(node: cst.BaseExpression, ctx: RuleContext, static: set) -> bo
         if type(func) is cst.Attribute and static_tensor(func.value, ctx, static):
             pass  # a method of a static tensor
         else:
-            q = dotted(func)
-            if q is None or not (ctx.qualname(func) or "").startswith("torch.") or not operands:
+            if not (ctx.qualname(func) or "").startswith("torch.") or not operands:
                 return False
             if not static_tensor(operands[0], ctx, static) and not (
                 type(operands[0]) in (cst.List, cst.Tuple) and operands[0].elements

@@ -115,6 +115,10 @@ def may_be_none(fn: cst.FunctionDef, name: str) -> bool:
     return any(_none_test_or_binding(node, name) for node in iter_nodes(fn.body))
 
 
+# Nodes whose `target` binds names (`for x in`, `x += 1`, `x: int = 0`, `(x := 1)`, `del x`).
+_TARGET_HOLDERS = (cst.AssignTarget, cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.Del)
+
+
 def rebound_names(root: cst.CSTNode) -> set[str]:
     """Local names some statement or expression under root assigns (`=`, `+=`, annotated, `for`
     and `with ... as` targets, `:=`, `del`, `global`/`nonlocal`), nested scopes included:
@@ -122,17 +126,10 @@ def rebound_names(root: cst.CSTNode) -> set[str]:
     out: set[str] = set()
     for node in iter_nodes(root):
         t = type(node)
-        if t is cst.AssignTarget or t is cst.For or t is cst.CompFor:
-            out |= target_names(node.target)
-        elif t is cst.AugAssign or t is cst.AnnAssign or t is cst.NamedExpr:
+        if t in _TARGET_HOLDERS:
             out |= target_names(node.target)
         elif t is cst.AsName:
-            if type(node.name) is cst.Name:
-                out.add(node.name.value)
-            else:
-                out |= target_names(node.name)
-        elif t is cst.Del:
-            out |= target_names(node.target)
+            out |= target_names(node.name)
         elif t is cst.Global or t is cst.Nonlocal:
             out |= {n.name.value for n in node.names}
         elif t is cst.Param:

@@ -886,9 +886,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         `prepare(x)`), whose value may be a tuple; not a torch function or a tensor method."""
         func = call.func
         if type(func) is cst.Attribute:
-            return self.self_attr(func) is not None or (
-                self.self_attr(func.value) is not None and self.self_attr(func.value) not in self.tensor_attrs
-            )
+            if self.self_attr(func) is not None:
+                return True
+            owner = self.self_attr(func.value)
+            return owner is not None and owner not in self.tensor_attrs
         if type(func) is cst.Name:
             local = self.fa.local_functions.get(func.value)
             if local is not None and func.value not in self.env and returns_one_value(local):
