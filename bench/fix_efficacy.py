@@ -364,9 +364,11 @@ def _torch_version() -> str:
 
 
 # What --try-settings adds on top of the fixes: both of Dynamo's capture settings at once (the
-# most they can remove; `dynalint verify --try-settings` then finds the smallest that does it).
-# Every capture setting at once (allow_rnn only changes models with RNN modules).
+# most they can remove), then, where that fails or does not help (an internal error under both,
+# outputs that differ, more breaks), each capture setting alone, as `dynalint verify
+# --try-settings` tries them. allow_rnn goes with each (it only changes models with RNN modules).
 CAPTURE_SETTINGS = {**max(DYNAMO_SETTINGS, key=len), **RNN_SETTING}
+SINGLE_SETTINGS = tuple({**s, **RNN_SETTING} for s in DYNAMO_SETTINGS if len(s) == 1)
 
 
 def _reproducible(before: dict | None, mode: str) -> bool:
@@ -383,18 +385,32 @@ def _compiled_match(run: dict, before: dict | None = None) -> bool:
 
 
 def try_setting(name: str, suite: str, entry: dict, key: str, overrides: dict, store: Path, sites_after: int) -> dict:
-    """The fixed code compiled with CAPTURE_SETTINGS (cached under the fixed texts' key)."""
+    """The fixed code compiled with CAPTURE_SETTINGS, then, unless that helps, with each of
+    SINGLE_SETTINGS; the one that leaves the fewest sites with outputs equal (cached under the
+    fixed texts' key and the setting)."""
     runs = entry.setdefault("settings", {})
-    run = runs.get(key)
-    if run is None:
-        run = _run_child({"suite": suite, "name": name, "overrides": overrides or None,
-                          "reference_dir": str(store / name), "dynamo_config": CAPTURE_SETTINGS})
-        runs[key] = run
-    if run.get("error"):
-        return {"error": run["error"]}
-    sites = len(sites_of(run))
-    match = _compiled_match(run, entry.get("before"))
-    return {"after": break_count(run), "sites_after": sites, "match": match, "helps": sites < sites_after and match}
+    tried = []
+    for setting in (CAPTURE_SETTINGS, *SINGLE_SETTINGS):
+        cache_key = key if setting is CAPTURE_SETTINGS else f"{key}|{json.dumps(setting, sort_keys=True)}"
+        run = runs.get(cache_key)
+        if run is None:
+            run = _run_child({"suite": suite, "name": name, "overrides": overrides or None,
+                              "reference_dir": str(store / name), "dynamo_config": setting})
+            runs[cache_key] = run
+        text = " + ".join(k for k in setting if k != "allow_rnn")  # allow_rnn goes with each
+        if run.get("error"):
+            tried.append({"error": run["error"], "setting": text})
+        else:
+            sites = len(sites_of(run))
+            match = _compiled_match(run, entry.get("before"))
+            tried.append({"after": break_count(run), "sites_after": sites, "match": match,
+                          "helps": sites < sites_after and match, "setting": text})
+        if tried[-1].get("helps") and setting is CAPTURE_SETTINGS:
+            break
+    helping = [t for t in tried if t.get("helps")]
+    if helping:
+        return min(helping, key=lambda t: (t["sites_after"], t["after"]))
+    return tried[0]
 
 
 def run_suite(names, suite: str, cache: dict, store: Path, log, settings: bool = False) -> list[dict]:
@@ -616,7 +632,8 @@ def _setting_cell(r: dict) -> str:
         return "-"
     if t.get("error"):
         return f"failed: {t['error'][:40]}"
-    return f"{t['sites_after']} ({t['after']} breaks){'' if t['match'] else ', outputs DIFFER'}"
+    named = f" [{t['setting']}]" if t.get("helps") else ""
+    return f"{t['sites_after']} ({t['after']} breaks){'' if t['match'] else ', outputs DIFFER'}{named}"
 
 
 def _fixes(r: dict) -> str:
