@@ -200,6 +200,7 @@ class FileAnalyzer:
         self.collect_imports()
         self._collect_rnn_classes()
         self._collect_apply_aliases()
+        self._collect_registries()
         self._collect_module_level()
         self._collect_module_locks()
 
@@ -234,6 +235,59 @@ class FileAnalyzer:
                 and type(value.value) is cst.Name and value.value.value in self._class_names
             ):
                 imports.setdefault(assign.targets[0].target.value, f"{self.summary.module}.{value.value.value}.apply")
+
+    def _collect_registries(self) -> None:
+        """`REGISTRY = {"vanilla": slstm_forward, ...}` at module level, every value a function or
+        class the file names: a method storing `REGISTRY[key]` on self and calling it runs one of
+        them (lint.regions follows such calls, in this file or in files importing the dict)."""
+        self.registry_names: set[str] = set()
+        for stmt in self.module.body:
+            if type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1:
+                continue
+            small = stmt.body[0]
+            if type(small) is cst.Assign and len(small.targets) == 1:
+                target = small.targets[0].target
+            elif type(small) is cst.AnnAssign:
+                target = small.target
+            else:
+                continue
+            value = small.value
+            if type(target) is not cst.Name or type(value) is not cst.Dict or not value.elements:
+                continue
+            names = []
+            for element in value.elements:
+                if type(element) is not cst.DictElement or type(element.value) not in (cst.Name, cst.Attribute):
+                    break
+                q = self.qualname(element.value)
+                if q is None or q == dotted(element.value):  # not a name the file defines or imports
+                    break
+                names.append(q)
+            else:
+                self.registry_names.add(target.value)
+                self.summary.registries[f"{self.summary.module}.{target.value}"] = list(dict.fromkeys(names))
+
+    def _stored_callable(self, value: cst.BaseExpression, params: set) -> Optional[str]:
+        """What `self.<attr> = value` stores when it may be a plain function called through the
+        attribute: a function the file defines or imports, a method of self, or an item of a
+        registry (`_collect_registries`, or a name imported from another file)."""
+        if type(value) is cst.Name:
+            if value.value in params:
+                return None
+            q = self.qualname(value)
+            return q if q != value.value else None
+        if type(value) is cst.Attribute and type(value.value) is cst.Name:
+            if value.value.value == "self":
+                return f"self:{value.attr.value}"
+            return None
+        if type(value) is cst.Subscript and type(value.value) is cst.Name:
+            name = value.value.value
+            if name in params:
+                return None
+            if name in self.registry_names:
+                return f"{self.summary.module}.{name}[]"
+            imported = self.summary.imports.get(name)
+            return f"{imported}[]" if imported else None
+        return None
 
     def _collect_module_locks(self) -> None:
         """`_lock = threading.Lock()` at module level (Dynamo cannot enter such a lock)."""
@@ -310,6 +364,7 @@ class FileAnalyzer:
     def _scan_attr_assignments(self, fn: cst.FunctionDef, cls: str, info: ClassInfo) -> None:
         tensor_attrs = self.tensor_attrs[cls]
         all_attrs = self.all_attrs[cls]
+        params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
         for node in iter_code_nodes(fn.body):
             if type(node) in (cst.Assign, cst.AnnAssign):
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
@@ -324,6 +379,11 @@ class FileAnalyzer:
                             type(value) is cst.Call and self.qualname(value.func) == "functools.partial"
                         ):
                             self.callable_attrs.setdefault(cls, set()).add(attr)
+                            continue
+                        if type(value) is not cst.Call:
+                            stored = self._stored_callable(value, params)
+                            if stored is not None and stored not in info.attr_callables.get(attr, ()):
+                                info.attr_callables.setdefault(attr, []).append(stored)
                             continue
                         q = self.qualname(value.func) if type(value) is cst.Call else None
                         if q is not None and (

@@ -43,6 +43,8 @@ class ClassResolver:
     functions: dict
     _subclasses: dict[str, list[str]]
 
+    registries: dict[str, list[str]] = {}  # `FileSummary.registries` of the files resolved
+
     def __init__(self) -> None:
         self._module_cache: dict[str, bool] = {}
         self._mro_cache: dict[str, list[str]] = {}
@@ -136,6 +138,24 @@ class ClassResolver:
                 return [self.canonical(t) for t in types]
         return []
 
+    def attr_callables(self, cls: str, attr: str) -> list[str]:
+        for c in self.mro(cls):
+            stored = self.classes[c].attr_callables.get(attr)
+            if stored:
+                return stored
+        return []
+
+    def registry(self, name: str) -> list[str]:
+        return self.registries.get(self.canonical(name), [])
+
+    def _stored_callable_targets(self, cls: str, stored: str) -> list[str]:
+        """The functions a call of a function stored on self runs (`ClassInfo.attr_callables`)."""
+        if stored.startswith("self:"):
+            found = self.find_method(cls, stored[5:])
+            return [found] if found else []
+        names = self.registry(stored[:-2]) if stored.endswith("[]") else [stored]
+        return [t for t in map(self.canonical, names) if self._is_function(t)]
+
     # -- call targets -----------------------------------------------------------------------------
     def _callable_targets(self, name: str) -> list[str]:
         """What calling a resolved name runs: the function, or a module class's forward."""
@@ -169,6 +189,9 @@ class ClassResolver:
             if not out:  # self.block(x): a submodule stored on self
                 for t in self.attr_types(cls, meth):
                     out += self._callable_targets(t)
+            if not out:  # self.backend_fn(x): a function stored on self
+                for stored in self.attr_callables(cls, meth):
+                    out += self._stored_callable_targets(cls, stored)
             return out
         if kind == "selfattr":
             attr, meth = edge[1], edge[2]
@@ -198,10 +221,12 @@ class Project(ClassResolver):
         self.functions: dict[str, FunctionInfo] = {}
         self.aliases: dict[str, str] = {}
         self.modules: set[str] = set()
+        self.registries = {}
         for s in self.summaries:
             self.modules.add(s.module)
             self.classes.update(s.classes)
             self.functions.update(s.functions)
+            self.registries.update(s.registries)
             for local, target in s.imports.items():
                 self.aliases[f"{s.module}.{local}"] = target
         self.extra_roots = list(extra_roots)
@@ -244,6 +269,7 @@ class Project(ClassResolver):
         if (
             old.module != new.module
             or old.imports != new.imports
+            or old.registries != new.registries
             or old.functions.keys() != new.functions.keys()
             or old.classes.keys() != new.classes.keys()
             or any(
@@ -410,7 +436,7 @@ def referenced_names(entry: dict) -> Iterable[str]:
     return _names_resolved(
         entry["compile_targets"],
         entry.get("call_hints", ()),
-        ((c["bases"], c["attr_types"]) for c in entry["classes"].values()),
+        ((c["bases"], {**c["attr_types"], **_stored_names(c.get("attr_callables"))}) for c in entry["classes"].values()),
         (f["edges"] for f in entry["functions"].values()),
     )
 
@@ -431,6 +457,13 @@ def _names_resolved(compile_targets, call_hints, classes, edge_lists) -> Iterabl
                 yield e[1]
 
 
+def _stored_names(attr_callables: Optional[dict]) -> dict[str, list[str]]:
+    """The names resolution looks up for functions stored on self (`ClassInfo.attr_callables`):
+    the function or registry, or the method's name (its last part is what `called_names` keeps)."""
+    return {f"\0{attr}": [n[5:] if n.startswith("self:") else n.removesuffix("[]") for n in stored]
+            for attr, stored in (attr_callables or {}).items()}
+
+
 def called_names(summaries: Iterable[FileSummary], extra_roots: Iterable[str] = ()) -> set[str]:
     """Every method or function name a resolution of the project may look up in a class: the
     methods of `self.m()`, `self.sub.m()`, `super().m()` calls, and the last part of every dotted
@@ -444,7 +477,7 @@ def called_names(summaries: Iterable[FileSummary], extra_roots: Iterable[str] = 
             _names_resolved(
                 s.compile_targets,
                 s.call_hints,
-                ((c.bases, c.attr_types) for c in s.classes.values()),
+                ((c.bases, {**c.attr_types, **_stored_names(c.attr_callables)}) for c in s.classes.values()),
                 (f.edges for f in s.functions.values()),
             )
         )

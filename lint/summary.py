@@ -37,6 +37,10 @@ class ClassInfo:
     methods: list[str]
     # attribute -> dotted class names of the submodule(s) stored there (ModuleList elements too)
     attr_types: dict[str, list[str]] = field(default_factory=dict)
+    # attribute -> plain functions stored there and called as `self.<attr>(...)`: a dotted
+    # function (`self.backend_fn = parallel_stabilized`), "self:<method>" (`self.fn =
+    # self._naive`) or "<dotted registry>[]" (`self.pointwise = REGISTRY[name]`)
+    attr_callables: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,6 +57,9 @@ class FileSummary:
     # Tensors passed to functions of other files: dotted callee -> {position or keyword: kind}.
     # The engine turns them into the callee's parameter hints (`external_hints`).
     call_hints: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Module-level dicts whose values are all functions or classes named by the file
+    # (`REGISTRY = {"vanilla": slstm_forward}`): dotted name -> the dotted values.
+    registries: dict[str, list[str]] = field(default_factory=dict)
     # What other files told this file's analysis (`lint/hints.py`: {"hints", "returns"}), None
     # when nothing: re-analysing the file alone with them (after a fix) gives the same kinds.
     facts: Optional[dict[str, Any]] = None
@@ -68,6 +75,7 @@ class FileSummary:
             "findings": [f.to_cache() for f in self.findings],
             "noqa": {str(k): v for k, v in self.noqa.items()},
             "call_hints": self.call_hints,
+            "registries": self.registries,
             "facts": self.facts,
         }
 
@@ -83,6 +91,7 @@ class FileSummary:
             findings=[Finding.from_cache(f) for f in d["findings"]],
             noqa={int(k): v for k, v in d["noqa"].items()},
             call_hints=d.get("call_hints", {}),
+            registries=d.get("registries", {}),
             facts=d.get("facts"),
         )
 

@@ -94,6 +94,13 @@ def _replace(rel: str, old: str, new: str):
     return edit
 
 
+def _edits(*edits):
+    def edit(root: Path) -> None:
+        for one in edits:
+            one(root)
+    return edit
+
+
 # (what the step does, the edit, the path it must take, a finding it must bring or None)
 STEPS = [
     ("a new function nobody calls", _append("pkg/model.py", "\ndef scale(x):\n    return x * 2\n"), LOCAL, None),
@@ -243,6 +250,25 @@ STEPS = [
      _append("pkg/model.py", "\nclass Plug(nn.Module):\n    def forward(self, x):\n        return self.tap(x)\n"
              "\nclass Probe(Plug):\n    def tap(self, x):\n        print(x.min())\n        return x\n"),
      WHOLE_TREE, None),
+    # Functions stored on self and called through the attribute (`lint.regions`, attr_callables)
+    ("a module storing a function of its file on self and calling it",
+     _append("pkg/model.py", "\ndef blurt(x):\n    print(x.sum())\n    return x\n\nclass Stash(nn.Module):\n"
+             "    def __init__(self):\n        super().__init__()\n        self.fn = blurt\n\n"
+             "    def forward(self, x):\n        return self.fn(x)\n"),
+     WHOLE_TREE, ("pkg/model.py", "DYN101")),
+    ("a dict of functions in another file", _append("pkg/util.py", "\ndef snooze(x):\n    breakpoint()\n\nKERNELS = {\"snooze\": snooze}\n"),
+     WHOLE_TREE, None),
+    ("...the module stores an item of it and calls it",
+     _edits(_replace("pkg/model.py", "        self.fn = blurt\n", "        self.fn = blurt\n        self.kernel = KERNELS[\"snooze\"]\n"),
+            _replace("pkg/model.py", "        return self.fn(x)\n", "        return self.kernel(self.fn(x))\n"),
+            _append("pkg/model.py", "\nfrom .util import KERNELS\n")),
+     WHOLE_TREE, ("pkg/util.py", "DYN102")),
+    ("...the dict names another function now", _replace("pkg/util.py", "{\"snooze\": snooze}", "{\"snooze\": hush}"), WHOLE_TREE, None),
+    ("...the module calls a method it stores instead",
+     _edits(_replace("pkg/model.py", "        self.fn = blurt\n", "        self.fn = self.shout_out\n"),
+            _replace("pkg/model.py", "        return self.kernel(self.fn(x))\n",
+                     "        return self.kernel(self.fn(x))\n\n    def shout_out(self, x):\n        breakpoint()\n        return x\n")),
+     WHOLE_TREE, ("pkg/model.py", "DYN102")),
 ]
 
 

@@ -423,3 +423,74 @@ def test_cross_file_facts_rework_a_file_when_it_or_a_file_it_calls_changed(tmp_p
     assert project.replace(summaries[j], model)
     summaries[j] = model
     assert check() == {}
+
+
+def test_functions_stored_on_self_are_followed_into_their_bodies(tmp_path):
+    # A function stored on self in __init__ and called as `self.<attr>(...)` from forward runs
+    # under compile: directly (`self.backend = fn`), as a method (`self.fn = self._naive`), or
+    # picked from a module-level dict of functions, in this file or imported (xlstm's sLSTM
+    # `self.pointwise = registry[name]`). Functions of such a dict that no stored attribute
+    # reaches, and functions stored but never called, stay outside the compile regions.
+    found = lint_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/kernels.py": """
+                import torch
+
+                def vanilla(x):
+                    print("vanilla")
+                    return x
+
+                def fused(x):
+                    print("fused")
+                    return x
+
+                REGISTRY: dict = {"vanilla": vanilla, "fused": fused}
+            """,
+            "pkg/backends.py": """
+                def parallel(x):
+                    print("parallel")
+                    return x
+
+                def stored_not_called(x):
+                    print("never called")
+                    return x
+            """,
+            "pkg/model.py": """
+                from torch import nn
+                from .kernels import REGISTRY
+                from .backends import parallel, stored_not_called
+
+                def local_step(x):
+                    print("local step")
+                    return x
+
+                LOCAL = {"step": local_step}
+
+                class Cell(nn.Module):
+                    def __init__(self, name, act):
+                        super().__init__()
+                        self.pointwise = REGISTRY[name]
+                        self.backend = parallel
+                        self.step = LOCAL[name]
+                        self.impl = self._naive
+                        self.act = act  # a parameter: whatever the caller passes
+                        self.spare = stored_not_called
+
+                    def _naive(self, x):
+                        print("naive")
+                        return x
+
+                    def forward(self, x):
+                        return self.act(self.impl(self.step(self.backend(self.pointwise(x)))))
+            """,
+        },
+    )
+    assert sorted(found) == [
+        ("pkg/backends.py", 3, "DYN101"),
+        ("pkg/kernels.py", 5, "DYN101"),
+        ("pkg/kernels.py", 9, "DYN101"),
+        ("pkg/model.py", 7, "DYN101"),
+        ("pkg/model.py", 23, "DYN101"),
+    ]

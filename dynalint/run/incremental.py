@@ -430,6 +430,7 @@ class _FileClasses(ClassResolver):
         super().__init__()
         self.classes = {q: ClassInfo(**c) for q, c in entry["classes"].items()}
         self.functions = entry["functions"]
+        self.registries = entry.get("registries", {})
         self.modules = modules
         self._subclasses = {}
         for q, c in self.classes.items():
@@ -449,6 +450,11 @@ class _FileClasses(ClassResolver):
     def _is_class(self, name: str) -> bool:
         return self._in_file(name) and name in self.classes
 
+    def registry(self, name: str) -> list[str]:
+        if name not in self.registries:
+            raise LookupError(name)  # another file's dict: only the whole project knows it
+        return self.registries[name]
+
     def _is_function(self, name: str) -> bool:
         return self._in_file(name) and name in self.functions
 
@@ -460,8 +466,8 @@ def _own_class_targets(info: dict, edge: tuple) -> list:
     if kind == "self":
         if edge[1] in info["methods"]:
             return [f"{info['qualname']}.{edge[1]}"]
-        if info["attr_types"].get(edge[1]):
-            raise LookupError(edge)  # a submodule of another file's class
+        if info["attr_types"].get(edge[1]) or info.get("attr_callables", {}).get(edge[1]):
+            raise LookupError(edge)  # a submodule of another file's class, a stored function
         return []
     if kind == "selfattr":
         if info["attr_types"].get(edge[1]):
@@ -478,7 +484,7 @@ def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set, fo
     file's resolution looked at it (`foreign`): calls of it from the file itself either go
     with it (an unknown name makes no call edge) or are new calls, which the walk from the
     file's entry points cannot resolve from the stored ones."""
-    if old["compile_targets"] != new["compile_targets"]:
+    if old["compile_targets"] != new["compile_targets"] or old.get("registries") != new.get("registries"):
         return False
     if old["imports"] != new["imports"]:
         for local in old["imports"].keys() | new["imports"].keys():
