@@ -397,7 +397,7 @@ def try_setting(name: str, suite: str, entry: dict, key: str, overrides: dict, s
             run = _run_child({"suite": suite, "name": name, "overrides": overrides or None,
                               "reference_dir": str(store / name), "dynamo_config": setting})
             runs[cache_key] = run
-        text = " + ".join(k for k in setting if k != "allow_rnn")  # allow_rnn goes with each
+        text = " + ".join(setting)
         if run.get("error"):
             tried.append({"error": run["error"], "setting": text})
         else:
