@@ -148,8 +148,8 @@ def _message(info: SourceInfo, positions, raised: cst.Raise, formatted: bool = F
 
 
 def _unformatted(node: cst.BaseExpression) -> str:
-    """The text of a string expression, replacement fields kept as written: `f"bad {n}"` ->
-    `bad {n}`; implicitly concatenated parts joined, whitespace runs collapsed."""
+    """The text of a string expression, replacement fields named as written: `f"bad {n}"` ->
+    `bad <n>`; implicitly concatenated parts joined, whitespace runs collapsed."""
     pieces = []
     stack = [node]
     while stack:
@@ -163,7 +163,8 @@ def _unformatted(node: cst.BaseExpression) -> str:
                 if isinstance(part, cst.FormattedStringText):
                     pieces.append(part.value)
                 else:
-                    pieces.append("{" + cst.Module([]).code_for_node(part.expression) + "}")
+                    # a field left as `<n>`: braces read like a formatting bug in the message
+                    pieces.append("<" + cst.Module([]).code_for_node(part.expression) + ">")
     return " ".join("".join(pieces).split())
 
 

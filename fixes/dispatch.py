@@ -25,7 +25,8 @@ over the selection itself); layout operators (`view`, `reshape`, `transpose`...)
 row count (`.shape`, `len()`) refuse the fix. A submodule (`self.norm(...)`) is judged by the
 `torch.nn` class its `__init__` builds it from: `Linear`, `LayerNorm`, activations, a softmax along
 a negative dimension pass; `BatchNorm*`, attention, Transformer layers and RNNs refuse; any other
-is trusted unless its name is a dimension operator's. An `if` that only tests `m` for emptiness
+is trusted unless its name is a dimension operator's, or `__init__` stores a value that is no
+class's instance (a parameter, what a factory such as pykeen's `resolver.make(...)` returns). An `if` that only tests `m` for emptiness
 (`m.any()`, `torch.any(m)`, `m.sum() > 0`) and holds just the chain is dropped.
 
 Probed on torch 2.11, 2.13 and 2.14.1 (rule examples: the original breaks, the fixed code is one
@@ -364,11 +365,16 @@ def _submodule_rows(ctx, info, fn, attr: str) -> Optional[bool]:
         n.value for n in iter_nodes(init) if isinstance(n, cst.Assign)
         and any(isinstance(t.target, cst.Attribute) and _self_attr(t.target) and t.target.attr.value == attr for t in n.targets)
     ]
-    if len(values) != 1 or not isinstance(values[0], cst.Call):
+    if len(values) != 1:
         return None
+    if not isinstance(values[0], cst.Call):
+        return False  # a module handed in (`self.fn = fn`): its work is unknown
     q = ctx.qualname(values[0].func) or ""
     if not q.startswith("torch.nn."):
-        return None
+        # A class built here is trusted, as any submodule; what a factory returns is not known to
+        # be a module of that kind at all (pykeen's `edge_weight_resolver.make(...)` counts
+        # degrees over the rows it is given).
+        return None if q.rsplit(".", 1)[-1][:1].isupper() else False
     name = q.rsplit(".", 1)[1]
     if name in ("Softmax", "LogSoftmax", "Softmin"):
         dims = [a.value for a in values[0].args if a.keyword is None or a.keyword.value == "dim"]

@@ -19,6 +19,7 @@ from .debugger import debugger_fix, remove_unused_debugger_imports
 from .disable_helper import disable_helper_fix
 from .dispatch import dispatch_fix
 from .experts import expert_loop_fix
+from .full_fill import new_full_fix
 from .guard import guard_fix
 from .layer_drop import layer_drop_fix
 from .masking import mask_fix, mask_update_fix
@@ -39,6 +40,7 @@ PROVIDERS = {
     "numpy_math": numpy_math_fix,  # DYN106
     "item": item_fix,  # DYN110
     "python_math": python_math_fix,  # DYN110
+    "new_full": new_full_fix,  # DYN110
     "uniform_draw": uniform_draw_fix,  # DYN120 (safe)
     "layer_drop": layer_drop_fix,  # DYN120
     "mask_guard": mask_guard_fix,  # DYN120

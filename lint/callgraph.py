@@ -53,6 +53,14 @@ def _passed_arguments(node: cst.Call) -> tuple:
     return positional, frozenset(keywords), star
 
 
+# Calls that do not call a function passed to them (`_passed_function_edges`).
+_NOT_CALLING = frozenset({"isinstance", "issubclass", "type", "id", "hasattr", "getattr", "setattr", "callable", "print", "repr", "str"})
+_NOT_CALLING_QUALNAMES = frozenset({
+    "torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo", "torch.compile",
+    "functools.wraps", "atexit.register", "threading.Thread", "warnings.warn",
+})
+
+
 class CallEdges:
     """The call-graph part of `FunctionContext` (`lint.walk`), which it mixes in."""
 
@@ -156,6 +164,36 @@ class CallEdges:
         if type(it) is cst.Attribute and type(it.value) is cst.Name and it.value.value == "self":
             return ("selfattr", it.attr.value, "forward")
         return None
+
+    def _passed_function_edges(self, node: cst.Call) -> list[tuple]:
+        """Functions passed as arguments, which the callee presumably calls where it runs
+        (`checkpoint(self._inner, x)`, `slstm_forward(x, ..., pointwise_forward=self.pointwise)`):
+        a method of the class or a function stored on self, a function of the file, an imported
+        lower-case name. Not to hook registration (hooks run outside the traced frame), to
+        `torch.compiler.disable` and its kin, or to type tests."""
+        func = node.func
+        if type(func) is cst.Attribute and func.attr.value.startswith("register_"):
+            return []
+        if type(func) is cst.Name and func.value in _NOT_CALLING:
+            return []
+        q = self.qualname(func)
+        if q is not None and (q in _NOT_CALLING_QUALNAMES or q.startswith("torch.jit.")):
+            return []
+        edges = []
+        for arg in node.args:
+            value = arg.value
+            attr = self.self_attr(value)
+            if attr is not None:
+                info = self.class_info
+                if info is not None and (attr in info.methods or attr in info.attr_callables):
+                    edges.append(("self", attr))
+            elif type(value) is cst.Name:
+                name = value.value
+                if name in self.env or name in self.nested_defs or name in self.local_types:
+                    continue
+                if name in self.fa.local_functions or (name in self.fa.summary.imports and not name[:1].isupper()):
+                    edges.append(("name", self.fa.resolve(name)))
+        return edges
 
     def _edge_for(self, node: cst.Call) -> Optional[tuple]:
         func = node.func

@@ -13,6 +13,7 @@ from dynalint.findings import Finding, Fix
 
 from . import fastcst
 from . import kinds as K
+from .annotations import annotation_kind
 from .callgraph import submodule_types
 from .inference import torch_non_tensor
 from .nodes import dotted, iter_code_nodes
@@ -45,6 +46,7 @@ class FileAnalyzer:
         self.callable_attrs: dict[str, set[str]] = {}
         self.rnn_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding nn.LSTM/GRU/RNN
         self.rnn_classes: set[str] = set()  # classes of this file deriving from them
+        self._non_rnn_modules: dict[str, set[str]] = {}  # class -> attrs also built as another class
         # class qualname -> attrs assigned a module in __init__ (`nn.Conv2d(...)`, `Block(...)`)
         self.module_attrs: dict[str, set[str]] = {}
         self.lock_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding threading locks
@@ -289,6 +291,29 @@ class FileAnalyzer:
             return f"{imported}[]" if imported else None
         return None
 
+    def record_fields(self, name: str) -> dict[str, str]:
+        """Kinds of the annotated fields of a module-level `NamedTuple` subclass or `@dataclass` of
+        the file (`distances: Tensor` -> T); empty for any other name."""
+        records = getattr(self, "_records", None)
+        if records is None:
+            records = self._records = {}
+            for stmt in self.module.body:
+                if type(stmt) is not cst.ClassDef or type(stmt.body) is not cst.IndentedBlock:
+                    continue
+                bases = {(self.qualname(a.value) or "").rsplit(".", 1)[-1] for a in stmt.bases}
+                decorators = {(self.qualname(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) or "").rsplit(".", 1)[-1]
+                              for d in stmt.decorators}
+                if "NamedTuple" not in bases and "dataclass" not in decorators:
+                    continue
+                fields = {}
+                for line in stmt.body.body:
+                    if type(line) is cst.SimpleStatementLine and len(line.body) == 1 and type(line.body[0]) is cst.AnnAssign:
+                        ann = line.body[0]
+                        if type(ann.target) is cst.Name:
+                            fields[ann.target.value] = annotation_kind(ann.annotation)
+                records[stmt.name.value] = fields
+        return records.get(name, {})
+
     def _collect_module_locks(self) -> None:
         """`_lock = threading.Lock()` at module level (Dynamo cannot enter such a lock)."""
         for stmt in self.module.body:
@@ -353,6 +378,11 @@ class FileAnalyzer:
         for s in body:
             if type(s) is cst.FunctionDef and s.name.value != "forward":
                 self._scan_attr_assignments(s, qual, info)
+        # An attribute built as an RNN in one branch of __init__ and as another module in
+        # another (recbole's DIEN: nn.GRU or its own DynamicRNN) may be either: not an RNN.
+        others = self._non_rnn_modules.pop(qual, None)
+        if others and qual in self.rnn_attrs:
+            self.rnn_attrs[qual] -= others
         for s in body:
             if type(s) is cst.FunctionDef:
                 self.defs.append((s, qual, qual))
@@ -385,7 +415,15 @@ class FileAnalyzer:
                             if stored is not None and stored not in info.attr_callables.get(attr, ()):
                                 info.attr_callables.setdefault(attr, []).append(stored)
                             continue
+                        # `torch.zeros(n).to(self.device)`, `.float()`, `.cuda()`: the tensor it was
+                        # (recbole builds every tensor attribute so)
+                        while (type(value.func) is cst.Attribute and value.func.attr.value in K.TENSOR_CONVERSIONS
+                               and type(value.func.value) is cst.Call):
+                            value = value.func.value
                         q = self.qualname(value.func) if type(value) is cst.Call else None
+                        if (q is not None and q.rsplit(".", 1)[-1][:1].isupper() and q not in RNN_MODULES
+                                and q not in self.rnn_classes and q not in self.options.external_rnn_types):
+                            self._non_rnn_modules.setdefault(cls, set()).add(attr)
                         if q is not None and (
                             q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer")
                             or (q.startswith("torch.") and not torch_non_tensor(q) and not q.startswith("torch.nn."))
@@ -395,6 +433,7 @@ class FileAnalyzer:
                                 self.buffer_attrs.setdefault(cls, set()).add(attr)
                         elif q in RNN_MODULES or q in self.rnn_classes or q in self.options.external_rnn_types:
                             self.rnn_attrs.setdefault(cls, set()).add(attr)
+
                         elif q in LOCK_TYPES:
                             self.lock_attrs.setdefault(cls, set()).add(attr)
                         elif q is not None:

@@ -229,6 +229,12 @@ class KindInference:
                 return U
             if attr in _PARAMETER_NAMES and self._submodule_attr(base):
                 return T  # `self.sk.weight`: a submodule's parameter (SPAN's re-parameterisation)
+            if type(base) is cst.Name and base.value in self.record_params:
+                # `neighbors.distances` of `neighbors: Neighbors`, a NamedTuple / dataclass of the
+                # file declaring `distances: Tensor` (torchani)
+                field = self.fa.record_fields(self.record_params[base.value]).get(attr)
+                if field is not None:
+                    return field
             bk = self.kind(base)
             if bk in TENSORISH:
                 if attr in K.SHAPE_ATTRS:
@@ -259,8 +265,8 @@ class KindInference:
                 if type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor) and B in (lk, rk):
                     return B
                 return T if (lk in (T, B) or rk in (T, B)) else P
-            if S in (lk, rk) and all(k in (S, N) for k in (lk, rk)):
-                return S
+            if S in (lk, rk) and all(k in (S, N) or self._setting_attr(side) for k, side in ((lk, node.left), (rk, node.right))):
+                return S  # `n % self.bucket`: a size with numbers or the module's settings
             if lk == N and rk == N:
                 return N
             return U
@@ -274,7 +280,11 @@ class KindInference:
             if is_none(node.left) or any(is_none(c.comparator) for c in node.comparisons):
                 return N  # `mem == None`: Dynamo answers it like `is None`, a Python bool
             if any(type(c.operator) in (cst.In, cst.NotIn) for c in node.comparisons):
-                # `t in [1, 2]` compares the tensor with each item and takes bool() of each.
+                # `t in [1, 2]` compares the tensor with each item and takes bool() of each;
+                # `k in ("a", "b")` looks for a string: k is none.
+                if any(type(c.comparator) in (cst.Tuple, cst.List, cst.Set)
+                       and any(type(e.value) in _STRING_NODES for e in c.comparator.elements) for c in node.comparisons):
+                    return N
                 return B if self.kind(node.left) in (T, B) else N
             sides = [node.left] + [c.comparator for c in node.comparisons]
             if any(type(side) in _STRING_NODES for side in sides):
@@ -320,7 +330,10 @@ class KindInference:
         """`len(x)` is a size for a tensor, but not for the value of a submodule or helper call,
         taken for a tensor and as often a tuple of them (pytorch-metric-learning's
         `indices_tuple = self.miner(...)`; `if len(indices_tuple) == 3:`)."""
-        return self.is_tensor(arg) and not self.from_module_call(arg)
+        # A bare unannotated parameter is as often a list (ultralytics' `range(len(feats))` over
+        # feature levels): only a tensor for sure has a size here.
+        plain = self.is_definite_tensor(arg) if type(arg) is cst.Name else self.is_tensor(arg)
+        return plain and not self.from_module_call(arg)
 
     def _call_kind(self, node: cst.Call) -> str:
         func = node.func
@@ -400,13 +413,15 @@ class KindInference:
                     return S
                 if meth in K.NON_TENSOR_METHODS:
                     return N
-                if meth in K.BOOL_METHODS:
+                if meth in K.BOOL_METHODS or rk == B and meth in K.LAYOUT_METHODS:
                     return B
                 if rk == P and meth not in K.TENSOR_METHODS:
                     return U  # `cache.get_seq_length()`: a presumed tensor that is not one
                 return T
             if rk == S and meth in ("numel",):
                 return S
+            if rk == S and meth == "is_integer":
+                return "SB"  # `(n / k).is_integer()`: a test on a size
             return U
         if type(func) is cst.Name:
             name = func.value

@@ -106,6 +106,19 @@ BOOL_METHODS = frozenset(
     logical_not logical_xor any all signbit isclose eq_ ne_ __eq__ __ne__ __lt__ __le__ __gt__ __ge__
     """.split()
 )
+# Methods of a tensor that give a tensor of the same values (another device or dtype, a copy).
+TENSOR_CONVERSIONS = frozenset(
+    """to cuda cpu float double half bfloat16 long int short bool type_as detach clone contiguous
+    requires_grad_""".split()
+)
+# Tensor methods that keep the dtype and only move or copy the elements: a mask stays a mask
+# (`x[:, mask.view(-1)]`, torchani's neighbour list, is boolean indexing).
+LAYOUT_METHODS = frozenset(
+    """
+    view view_as reshape reshape_as flatten squeeze unsqueeze expand expand_as permute transpose t
+    contiguous clone detach flip movedim swapaxes narrow repeat roll unflatten
+    """.split()
+)
 BOOL_TORCH_FUNCS = frozenset(
     """
     eq ne gt lt ge le greater less greater_equal less_equal not_equal isnan isinf isfinite isneginf
@@ -152,6 +165,9 @@ IS_COMPILING_HELPER_NAMES = frozenset({"is_torchdynamo_compiling", "is_compiling
 IS_SCRIPTING_NAMES = frozenset(
     {"torch.jit.is_scripting", "torch.jit.is_tracing", "torch._C._get_tracing_state", "torch.onnx.is_in_onnx_export"}
 )
+# Helpers named so in other packages (PyG's `is_in_onnx_export()`); not `is_tracing`, which
+# transformers makes True under Dynamo.
+IS_SCRIPTING_HELPER_NAMES = frozenset({"is_in_onnx_export"})
 
 DISABLE_DECORATORS = frozenset(
     {

@@ -79,6 +79,10 @@ class RuleContext(Protocol):
     def kind(self, node: "cst.BaseExpression") -> str:
         """What the value is: a `lint.kinds.Kind` constant."""
 
+    def bind_comprehension(self, node: "cst.BaseExpression") -> None:
+        """Bind the loop names of a comprehension (`[r.sum() for r in x]`) before the walk reaches
+        it, so that a rule checking an enclosing call can ask the kind of its element."""
+
     def is_tensor(self, node: "cst.BaseExpression") -> bool:
         """A tensor, a boolean tensor or a presumed tensor."""
 

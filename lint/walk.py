@@ -127,6 +127,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self._rule_state: dict[str, dict] = {}  # see rule_state
         self.class_info = fa.summary.classes.get(cls) if cls else None
         self.nested_defs: set[str] = set()
+        self.record_params: dict[str, str] = {}  # parameter -> the file's NamedTuple / dataclass it is annotated with
         self.numpy_names: set[str] = set()  # names bound to NumPy values
         # Parameters annotated as containers of tensors (`x: dict[str, Tensor]`): their items are tensors.
         self.tensor_containers: set[str] = set()
@@ -273,6 +274,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 self.env[name] = N  # ctx
                 continue
             ak = annotation_kind(p.annotation)
+            if ak == N and p.annotation is not None and type(p.annotation.annotation) is cst.Name \
+                    and self.fa.record_fields(p.annotation.annotation.value):
+                self.record_params[name] = p.annotation.annotation.value
             pos = i - 1 if is_method else i
             self.param_origin.add(name)
             self.param_slots[name] = (pos, U if p.default is None else self.kind(p.default))
@@ -283,6 +287,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 ak = commented[pos]
             if ak is not None:
                 self.env[name] = ak
+                if ak == P and (hints.get(pos) or hints.get(name)) == T:
+                    # `t_span: Union[List, Tensor]` given a tensor by its callers (torchdyn's odeint)
+                    self.env[name] = T
                 if ak == N and holds_tensors(p.annotation):
                     self.env[name] = C
                     self.tensor_containers.add(name)
@@ -528,7 +535,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             last = q.rsplit(".", 1)[-1]
             if q in K.IS_COMPILING_NAMES or last in K.IS_COMPILING_HELPER_NAMES or last in self.fa.options.is_compiling_functions or q in self.fa.options.is_compiling_functions:
                 return True
-            if q in K.IS_SCRIPTING_NAMES:
+            if q in K.IS_SCRIPTING_NAMES or last in K.IS_SCRIPTING_HELPER_NAMES:
                 return False
         return None
 
@@ -693,8 +700,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         it = node.iter
         elem = U
         ik = self.kind(it)
-        if ik in TENSORISH:
+        if ik in (T, B):
             elem = T
+        elif ik == P:
+            elem = P
         elif ik == C:
             elem = T if self._tensor_container(it) else P
         self._bind(node.target, None, elem)
@@ -801,10 +810,32 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._visit(node.iter)
+        self._bind_comp_for(node)
+
+    def _bind_comp_for(self, node: cst.CompFor) -> None:
         ik = self.kind(node.iter)
-        elem = T if ik in TENSORISH else P if ik == C else U
+        # Rows of a tensor are tensors; items of a presumed one (a list as often) only presumed.
+        elem = T if ik in (T, B) else P if ik in (P, C) else U
         self._bind(node.target, None, elem)
         self._bind_zipped(node.target, node.iter)  # `[l for l, drop in zip(layers, to_drop) if not drop]`
+
+    def bind_comprehension(self, node: cst.BaseExpression) -> None:
+        comp_for = getattr(node, "for_in", None)
+        while comp_for is not None:
+            self._bind_comp_for(comp_for)
+            comp_for = comp_for.inner_for_in
+
+    def _visit_comprehension(self, node) -> bool:
+        # Its loops bind names before its element reads them (libcst's order is the element first).
+        self._visit(node.for_in)
+        if type(node) is cst.DictComp:
+            self._visit(node.key)
+            self._visit(node.value)
+        else:
+            self._visit(node.elt)
+        return False
+
+    visit_GeneratorExp = visit_ListComp = visit_SetComp = visit_DictComp = _visit_comprehension
 
     def _note_evidence(self, node: cst.BaseExpression) -> None:
         if type(node) is cst.Name and node.value in self.evidence_params and node.value in self.param_origin:
@@ -861,9 +892,14 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return
         if self.info is None:
             return
+        edges = self.info.edges
         edge = self._edge_for(node)
-        if edge is not None and edge not in self.info.edges:
-            self.info.edges.append(edge)
+        if edge is not None and edge not in edges:
+            edges.append(edge)
+        if node.args:
+            for edge in self._passed_function_edges(node):
+                if edge not in edges:
+                    edges.append(edge)
 
     def visit_Import(self, node) -> bool:
         return False
@@ -897,10 +933,19 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return not (self.qualname(func) or "").startswith("torch.")
         return type(func) is cst.Subscript
 
+    def _returns_tensor_tuple(self, value: Optional[cst.BaseExpression]) -> bool:
+        """A call of a function of the file declared `-> tuple[Tensor, Tensor]` (torchani's
+        `count, cumcount = count_atoms_in_buckets(...)`)."""
+        if type(value) is not cst.Call or type(value.func) is not cst.Name or value.func.value in self.env:
+            return False
+        fn = self.fa.local_functions.get(value.func.value)
+        return fn is not None and holds_tensors(fn.returns)
+
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], value_kind: str) -> None:
         if type(target) is cst.Name:
             self.env[target.value] = value_kind
             self.param_origin.discard(target.value)
+            self.record_params.pop(target.value, None)
             self.local_types.pop(target.value, None)
             if value is not None and self.is_numpy(value):
                 self.numpy_names.add(target.value)
@@ -918,7 +963,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             else:
                 # `b, n, _ = x.shape`, `h, w = x.size()[-2:]`: sizes; `q, k = x.chunk(2)`: tensors
                 k = value_kind if value_kind == S or (value_kind in (T, B) and self._unpacks_tensors(value)) else U
-                if k == B:
+                if k == B or k == U and self._returns_tensor_tuple(value):
                     k = T
                 for t in elems:
                     self._bind(t, None, k)

@@ -494,3 +494,65 @@ def test_functions_stored_on_self_are_followed_into_their_bodies(tmp_path):
         ("pkg/model.py", 7, "DYN101"),
         ("pkg/model.py", 23, "DYN101"),
     ]
+
+
+def test_functions_passed_as_arguments_are_followed_but_not_hooks(tmp_path):
+    # A function passed to a call from compiled code is presumably called where it runs
+    # (`checkpoint(self._inner, x)`, a step function handed to a scan helper, a function stored
+    # on self passed on). Hooks registered from forward run outside the traced frame, and a
+    # function given to torch.compiler.disable is explicitly left out.
+    found = lint_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/scan.py": """
+                def scan(step, xs):
+                    return [step(x) for x in xs]
+
+                def pointwise(x):
+                    print("pointwise")
+                    return x
+            """,
+            "pkg/model.py": """
+                import torch
+                from torch import nn
+                from torch.utils.checkpoint import checkpoint
+                from .scan import scan, pointwise
+
+                def local_step(x):
+                    print("local step")
+                    return x
+
+                def on_grad(g):
+                    print("a gradient hook")
+
+                def eager_only(x):
+                    print("disabled")
+                    return x
+
+                class Net(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fn = pointwise
+
+                    def _inner(self, x):
+                        print("inner")
+                        return x
+
+                    def _save(self, grad):
+                        print("a hook")
+
+                    def forward(self, x):
+                        x.register_hook(self._save)
+                        x.register_hook(on_grad)
+                        y = torch.compiler.disable(eager_only)(x)
+                        h = checkpoint(self._inner, y, use_reentrant=False)
+                        return scan(local_step, [h]) + scan(self.fn, [h])
+            """,
+        },
+    )
+    assert sorted(found) == [
+        ("pkg/model.py", 8, "DYN101"),
+        ("pkg/model.py", 24, "DYN101"),
+        ("pkg/scan.py", 6, "DYN101"),
+    ]

@@ -7,7 +7,9 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 (`np.random.permutation`) or maps to code that reads a tensor value (`np.random.choice`),
 `torch.get_rng_state()` / `torch.set_rng_state()`, seeding (`torch.manual_seed()`,
 `torch.cuda.manual_seed()`, `torch.initial_seed()`, `torch.default_generator.manual_seed()`),
-`input()`, `open()`, SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
+`input()`, `open()`, RNN packing (`pack_padded_sequence`, `pad_packed_sequence`),
+`torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
+`torch.sparse_coo_tensor`, `x.to_sparse()`, `x._values()`: torch.compile does not support them), SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
 SciPy ufunc breaks even on a Python number), and
 calls of `nn.LSTM` / `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
 Also finds a branch, a `range()` or an index on a number drawn with Python's `random`
@@ -115,8 +117,24 @@ UNTRACEABLE = frozenset(
         "torch.default_generator.seed",
         "input",
         "open",
+        # Skipped functions (probed on 2.13.0 and 2.14.1): packing for RNNs, and checkpointing a
+        # Sequential in segments (Enformer), which Dynamo skips even without reentrant autograd.
+        "torch.nn.utils.rnn.pack_padded_sequence",
+        "torch.nn.utils.rnn.pad_packed_sequence",
+        "torch.nn.utils.rnn.pack_sequence",
+        "torch.utils.checkpoint.checkpoint_sequential",
     }
 )
+# Sparse tensors: torch.compile does not support them ("Attempted to wrap sparse Tensor"); the
+# functions that make or take them, and the methods only a sparse tensor (or making one) has.
+SPARSE_FUNCTIONS = frozenset(
+    """torch.sparse.mm torch.sparse.addmm torch.sparse.sum torch.sparse.softmax torch.sparse.log_softmax
+    torch.spmm torch.smm torch.hspmm torch.sparse_coo_tensor torch.sparse_csr_tensor torch.sparse_csc_tensor
+    torch.sparse_bsr_tensor torch.sparse_compressed_tensor torch.sparse.FloatTensor torch.sparse.LongTensor""".split()
+)
+SPARSE_METHODS = frozenset({"_values", "_indices", "coalesce", "to_sparse", "to_sparse_coo", "to_sparse_csr"})
+SPARSE_ADVICE = ("torch.compile does not support sparse tensors and breaks the graph; do the sparse work outside the "
+                 "compiled region, or use a dense or `index_add_` / `scatter_add_` formulation")
 # Python's random module, as Dynamo handles it (probed on torch 2.13.0 and 2.14.1): functions it
 # draws itself (as numbers fed into the graph) on both, those it draws from 2.14 on (2.13 skips
 # them: a break at the call), and any other function, which it skips on both.
@@ -209,6 +227,7 @@ class UntraceableCall(Rule):
     gb_types = (
         ("GB0007", "Attempted to call function marked as skipped"),
         ("GB0014", "Attempted to wrap RNN, GRU, or LSTM"),
+        ("GB0015", "Attempted to wrap sparse Tensor"),
         ("GB0033", "Data dependent operator"),
         ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
         ("GB0156", "Unsupported method call"),  # a SciPy ufunc
@@ -267,7 +286,14 @@ class UntraceableCall(Rule):
             # nn.LSTM (pytorch-forecasting): probed, Dynamo gives up at the call.
             ctx.report(self, node, f"`{func.attr.value}()` of an RNN module: Dynamo does not trace it and breaks the graph; `torch._dynamo.config.allow_rnn = True` makes it trace (`dynalint verify --try-settings` checks it)")
             return
+        if type(func) is cst.Attribute and func.attr.value in SPARSE_METHODS and ctx.is_tensor(func.value):
+            ctx.report(self, node, f"`.{func.attr.value}()`: {SPARSE_ADVICE}")
+            return
         q = ctx.call_name(node)
+        if q in SPARSE_FUNCTIONS:
+            # recbole's LightGCN / NGCF propagation, pykeen's RGCN (probed on 2.13.0 and 2.14.1)
+            ctx.report(self, node, f"`{q}()`: {SPARSE_ADVICE}")
+            return
         if q is None:
             if (
                 type(func) is cst.Attribute
@@ -334,6 +360,70 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # recbole's DIEN: packing around an RNN; the attribute built as nn.GRU in one branch of
+            # __init__ and as the file's own module in another is not reported as an RNN.
+            """
+            import torch
+            from torch import nn
+            from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+            class DynamicRNN(nn.Module):
+                def forward(self, x):
+                    return x
+
+            class M(nn.Module):
+                def __init__(self, kind="own"):
+                    super().__init__()
+                    if kind == "gru":
+                        self.rnn = nn.GRU(4, 4, batch_first=True)
+                    else:
+                        self.rnn = DynamicRNN()
+
+                def forward(self, x, lengths):
+                    packed = pack_padded_sequence(x * 2, lengths, batch_first=True, enforce_sorted=False)  # expect: DYN105
+                    out, _ = pad_packed_sequence(self.rnn(packed), batch_first=True)  # expect: DYN105
+                    return out * 3
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 3, 4), torch.tensor([3, 2]))",
+        ),
+        Example(
+            # Enformer with use_checkpointing=True.
+            """
+            import torch
+            from torch import nn
+            from torch.utils.checkpoint import checkpoint_sequential
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.trunk = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
+
+                def forward(self, x):
+                    return checkpoint_sequential(self.trunk, 2, x * 2, use_reentrant=False) * 3  # expect: DYN105
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3, 4),)",
+        ),
+        Example(
+            # recbole's LightGCN: propagation over a sparse adjacency matrix.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.adj = torch.sparse_coo_tensor(torch.tensor([[0, 1, 2], [1, 2, 0]]), torch.ones(3), (3, 3))
+
+                def forward(self, x):
+                    h = torch.sparse.mm(self.adj, x * 2)  # expect: DYN105
+                    return h * 3
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3, 4),)",
+        ),
         Example(
             # A SciPy ufunc, even of a Python number ("Unsupported method call").
             """

@@ -180,6 +180,8 @@ class NoneUnderCompile(Rule):
                 return
         if not self._after(ctx, node, names[name], state):
             return
+        if self._asserted_between(ctx, name, names[name], node, state):
+            return  # `assert coords is not None` first (torchani): a clear error, the author's choice
         if t is cst.Subscript:
             what = f"`{name}[...]`"
         elif t is cst.Attribute:
@@ -194,6 +196,20 @@ class NoneUnderCompile(Rule):
                                f"None here when the caller leaves it out: {what} raises while Dynamo traces and "
                                "the whole function runs eagerly; build the default on the compiled path too",
                    fix=offer_fix("compile_default", ctx, ctx.fn.body.body[names[name]], self.code))
+
+    @staticmethod
+    def _asserted_between(ctx, name: str, index: int, node, state: dict) -> bool:
+        """Is there a top-level `assert <name> is not None` after the fill-in and before node?"""
+        top = state.get("top") or {}
+        at = top.get(id(node), -1)
+        for i, stmt in enumerate(ctx.fn.body.body[index + 1:at], start=index + 1):
+            if type(stmt) is cst.SimpleStatementLine:
+                for small in stmt.body:
+                    test = small.test if type(small) is cst.Assert else None
+                    if (type(test) is cst.Comparison and type(test.left) is cst.Name and test.left.value == name
+                            and len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.IsNot):
+                        return True
+        return False
 
     @staticmethod
     def _after(ctx, node, index: int, state: dict) -> bool:
@@ -317,6 +333,24 @@ class NoneUnderCompile(Rule):
         ),
     )
     valid = (
+        Example(
+            # torchani's AEV computer: the old tuple call is unpacked only when not compiling, and
+            # the author asserts the value before using it (compiled, that call fails loudly).
+            """
+            import torch
+            from torch import nn
+            from torch.compiler import is_compiling
+
+            class M(nn.Module):
+                def forward(self, species, coords=None):
+                    if coords is None and not is_compiling():
+                        species, coords = species
+                    assert coords is not None
+                    return coords.sum(-1) * 2
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(2, 3), torch.randn(2, 3))",
+        ),
         Example(
             """
             import torch

@@ -31,6 +31,11 @@ unsafe fix that does the math in Python (`2 ** float(round(math.log2(s)))`): Dyn
 while tracing. Python computes in float64 where the tensor was float32, so the last bits may
 differ.
 
+`x.new_full(size, t)` with a tensor fill value reads it the same way (an implicit `.item()`;
+in ultralytics' `make_anchors` loop over the strides, Dynamo gives up on the whole function):
+the unsafe fix writes `torch.full(size, t, dtype=x.dtype, device=x.device)`, which keeps a 0-d
+tensor fill value in the graph (probed).
+
 An `assert` whose test is one comparison with the read value (`assert lengths.max().item() <=
 slen`, XLM) gets an unsafe fix that asserts the tensor comparison (`assert lengths.max() <=
 slen`): Dynamo keeps it in the graph (probed on torch 2.11, 2.13 and 2.14.1). Eager runs raise the
@@ -72,6 +77,14 @@ def _numpy_math_of_numbers(arg, ctx: RuleContext) -> bool:
     short = q[len("numpy."):] if q is not None and q.startswith("numpy.") else None
     return short in MATH_EQUIVALENT and python_values(arg, short, ctx)
 
+
+def _fill_value(node: cst.Call):
+    for i, arg in enumerate(node.args):
+        if arg.keyword is not None and arg.keyword.value == "fill_value" or arg.keyword is None and i == 1:
+            return arg.value
+    return None
+
+
 class ItemCall(Rule):
     code = "DYN110"
     name = "tensor-to-python-scalar"
@@ -95,6 +108,15 @@ class ItemCall(Rule):
             self._report(node, ctx, "`.item()`", "`.item()` reads a tensor value and breaks the graph; keep it a "
                          "tensor or return it")
             return
+        if type(func) is cst.Attribute and func.attr.value == "new_full" and ctx.is_tensor(func.value):
+            fill = _fill_value(node)
+            if fill is not None and ctx.is_definite_tensor(fill):
+                # ultralytics' make_anchors: `feats[0].new_full((h * w, 1), stride)` with a row of
+                # the strides tensor, in a loop: Dynamo gives up on the whole function.
+                ctx.report(self, node, "`new_full()` with a tensor fill value reads it as a Python number (`.item()`) "
+                                       "and breaks the graph; `torch.full(size, value, dtype=..., device=...)` keeps "
+                                       "it in the graph", fix=offer_fix("new_full", ctx, node, self.code))
+            return
         if type(func) is cst.Name and func.value in ("int", "float", "bool") and len(node.args) == 1:
             arg = node.args[0].value
             # A definite tensor: `int(n * (1 - p))` with `p` an unannotated parameter converts a
@@ -114,6 +136,56 @@ class ItemCall(Rule):
         ctx.report(self, node, message, fix=fix)
 
     invalid = (
+        Example(
+            # torchani's cell list: a helper of the file declared `-> Tuple[Tensor, Tensor]`.
+            """
+            from typing import Tuple
+
+            import torch
+            from torch import Tensor
+
+            def buckets(idx: Tensor, n: int) -> Tuple[Tensor, Tensor]:
+                count = torch.bincount(idx, minlength=n)  # expect: DYN130
+                return count, count.cumsum(0)
+
+            @torch.compile
+            def f(x, idx):
+                count, cumcount = buckets(idx, 8)
+                largest = int(count.max())  # expect: DYN110
+                return x * largest + cumcount.sum()
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3), torch.tensor([0, 1, 1, 3]))",
+        ),
+        Example(
+            # ultralytics' make_anchors: a row of the strides tensor as new_full's fill value.
+            """
+            import torch
+
+            @torch.compile
+            def f(feats: list[torch.Tensor], strides: torch.Tensor):
+                out = []
+                for i in range(len(feats)):
+                    stride = strides[i]
+                    h, w = feats[i].shape[2:]
+                    out.append(feats[0].new_full((h * w, 1), stride, dtype=feats[0].dtype))  # expect: DYN110
+                return torch.cat(out)
+            """,
+            dynamo=BREAKS,
+            inputs="([torch.randn(1, 2, 4, 4), torch.randn(1, 2, 2, 2)], torch.tensor([8.0, 16.0]))",
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(feats: list[torch.Tensor], strides: torch.Tensor):
+                    out = []
+                    for i in range(len(feats)):
+                        stride = strides[i]
+                        h, w = feats[i].shape[2:]
+                        out.append(torch.full((h * w, 1), stride, dtype=feats[0].dtype, device=feats[0].device))  # expect: DYN110
+                    return torch.cat(out)
+            """,
+        ),
         Example(
             # pytorch-forecasting: a batch as `Dict[str, torch.Tensor]`, whose items are tensors.
             """

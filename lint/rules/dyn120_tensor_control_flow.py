@@ -2,7 +2,8 @@
 
 ## What it does
 Finds `if`, `elif`, `while` and conditional expressions whose condition is a tensor, `and` / `or` /
-`not` applied to tensors, and the builtins `all()` / `any()` over a tensor, in a compile region.
+`not` applied to tensors, and the builtins `all()` / `any()` over a tensor or over a generator or
+list of tensor tests (`all(x < y for x, y in zip(ts[:-1], ts[1:]))`), in a compile region.
 Conditions on metadata are not reported: `x is None`, `self.training`, `x.dim() == 3`,
 `isinstance(...)`, config values, nor a tensor test behind a dtype or device check
 (`x.dtype == torch.float16 and torch.isinf(x).any()` only breaks for float16 inputs). A random
@@ -299,6 +300,8 @@ class TensorControlFlow(Rule):
         ("GB0170", "Data-dependent branching"),
         # A branch inside a comprehension: Dynamo cannot rebuild the comprehension to resume.
         ("GB0092", "Reconstruction failure"),
+        # `all(<generator of tensor tests>)`: the generator cannot be rebuilt to resume after it.
+        ("GB8335", "Generator reconstruction with mutations"),
     )
     node_types = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.UnaryOperation, cst.Call, cst.Assert)
     fixable = "safe or unsafe"
@@ -383,10 +386,46 @@ class TensorControlFlow(Rule):
                     ctx.report(self, node.expression, _message("`not`", node.expression, ctx, fix=fix, branch=_heading_if(ctx)), fix=fix)
         elif type(node) is cst.Call:
             if type(node.func) is cst.Name and node.func.value in ("all", "any") and len(node.args) == 1:
-                if ctx.call_name(node) == node.func.value and ctx.is_tensor(node.args[0].value):
+                if ctx.call_name(node) != node.func.value:
+                    return
+                arg = node.args[0].value
+                if ctx.is_tensor(arg):
                     ctx.report(self, node, MESSAGE.format(what=f"builtin `{node.func.value}()`"))
+                elif type(arg) in (cst.GeneratorExp, cst.ListComp) and (ctx.bind_comprehension(arg) or _is_tensor_condition(arg.elt, ctx)):
+                    # `all(x < y for x, y in zip(ts[:-1], ts[1:]))`: each test is a branch, and a
+                    # generator Dynamo cannot resume makes it skip the whole function (torchdyn).
+                    name = node.func.value
+                    ctx.report(self, node, f"builtin `{name}()` over tensor tests branches on each tensor and breaks the "
+                                           f"graph (over a generator Dynamo gives up on the whole function); test all at "
+                                           f"once: `torch.stack([...]).{name}()` or a vectorised comparison such as "
+                                           f"`(ts[1:] > ts[:-1]).{name}()`, and `torch._assert_async` for an assert")
 
     invalid = (
+        Example(
+            # torchdyn's odeint: `t_span: Union[List, Tensor]`, given a tensor by the module.
+            """
+            from typing import List, Union
+
+            import torch
+            from torch import nn
+
+            def odeint(f, x, t_span: Union[List, torch.Tensor]):
+                if t_span[1] < t_span[0]:  # expect: DYN120
+                    t_span = -t_span
+                return f(x) * t_span[-1]
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.f = nn.Linear(4, 4)
+                    self.register_buffer("t_span", torch.linspace(0, 1, 5))
+
+                def forward(self, x):
+                    return odeint(self.f, x, self.t_span)
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 4),)",
+        ),
         Example(
             # piq's input validation: an assert whose message is an f-string is a branch to Dynamo.
             """
@@ -1244,6 +1283,21 @@ class TensorControlFlow(Rule):
             dynamo=BREAKS,
         ),
         Example(
+            # torchdyn's and torchsde's input checks: all() over a generator of tensor tests.
+            """
+            import torch
+            from torch import Tensor
+
+            @torch.compile
+            def f(x: Tensor, ts: Tensor):
+                assert all(torch.isclose(t, ts).sum() == 1 for t in ts), "each time once"  # expect: DYN120
+                increasing = all(a < b for a, b in zip(ts[:-1], ts[1:]))  # expect: DYN120
+                return x * 2 if increasing else x
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3), torch.linspace(0, 1, 5))",
+        ),
+        Example(
             """
             import torch
             from torch import nn
@@ -1464,6 +1518,20 @@ class TensorControlFlow(Rule):
         ),
     )
     valid = (
+        Example(
+            # Items of an unannotated parameter tested against strings: names, not tensors.
+            """
+            import torch
+
+            @torch.compile
+            def f(x, keys):
+                assert all(k in ("a", "b") for k in keys), "unknown key"
+                scale = 2.0 if any(k == "a" for k in keys) else 1.0
+                return x * scale
+            """,
+            dynamo=CLEAN,
+            inputs='(torch.randn(3), ["a", "b"])',
+        ),
         Example(
             # spandrel's FDAT: `forward(self, x, H, W)` gets sizes, which `view` takes; the
             # padding computed from them is a Python number.

@@ -3,8 +3,10 @@
 ## What it does
 Finds `torch.nonzero` / `Tensor.nonzero()`, one-argument `torch.where(cond)`,
 `torch.masked_select`, `torch.argwhere`, `torch.bincount`, `torch.unique` (and
-`unique_consecutive`; a loop over it is DYN121's), `torch.repeat_interleave` with tensor
-repeats and no `output_size=` (with it the length is known, and Dynamo traces it), indexing with a boolean mask (`x[x > 0]`) and
+`unique_consecutive`; a loop over it is DYN121's), `torch.repeat_interleave` /
+`x.repeat_interleave` with tensor repeats (or `torch.repeat_interleave(counts)`, its
+one-argument form) and no `output_size=` (with it the length is known, and Dynamo traces it), indexing with a boolean mask (`x[x > 0]`, also as one index of several and through
+`.view()` / `.reshape()` / `.flatten()`: `x[:, mask.view(-1)]`) and
 `torchvision.ops.nms` / `batched_nms` in a compile region. Assigning through a mask
 (`x[mask] = 0`) and three-argument `torch.where` keep their shape and are not reported; an
 in-place update through a mask (`x[mask] += 1`) reads `x[mask]` first, and is.
@@ -110,6 +112,22 @@ def _file_functions(ctx) -> frozenset:
     return names
 
 
+def _repeats_from_tensor(node: cst.Call, q, ctx) -> bool:
+    """`torch.repeat_interleave(x, repeats)` with tensor repeats, `torch.repeat_interleave(counts)`
+    (one argument: the repeats, always a tensor) or `x.repeat_interleave(counts)` with a tensor
+    for sure; none with `output_size=`."""
+    if any(a.keyword is not None and a.keyword.value == "output_size" for a in node.args):
+        return False
+    positional = [a.value for a in node.args if a.keyword is None and not a.star]
+    if q == "torch.repeat_interleave":
+        if len(node.args) == 1 and len(positional) == 1:
+            return ctx.kind(positional[0]) not in (Kind.NOT_TENSOR, Kind.SIZE)
+        return len(node.args) >= 2 and ctx.is_tensor(node.args[1].value)
+    func = node.func
+    return (type(func) is cst.Attribute and func.attr.value == "repeat_interleave" and len(positional) >= 1
+            and ctx.is_tensor(func.value) and ctx.is_definite_tensor(positional[0]))
+
+
 class DynamicShapeOp(Rule):
     code = "DYN130"
     name = "data-dependent-output-shape"
@@ -131,10 +149,9 @@ class DynamicShapeOp(Rule):
                 return
             if q in DYNAMIC_FUNCS and not (type(node.func) is cst.Name and node.func.value in _file_functions(ctx)):
                 ctx.report(self, node, f"`{q}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=_fix(ctx, node, self.code))
-            elif (q == "torch.repeat_interleave" and len(node.args) >= 2 and ctx.is_tensor(node.args[1].value)
-                  and not any(a.keyword is not None and a.keyword.value == "output_size" for a in node.args)):
+            elif _repeats_from_tensor(node, q, ctx):
                 # `output_size=` gives the length: traced (probed on torch 2.11, 2.13 and 2.14.1).
-                ctx.report(self, node, "`torch.repeat_interleave()` with tensor repeats has a data-dependent output "
+                ctx.report(self, node, "`repeat_interleave()` with tensor repeats has a data-dependent output "
                                        "shape and breaks the graph; pass `output_size=` (the total, where a shape or a "
                                        "Python number gives it) or set `torch._dynamo.config."
                                        "capture_dynamic_output_shape_ops = True` (`dynalint verify --try-settings` "
@@ -172,6 +189,26 @@ class DynamicShapeOp(Rule):
                 return
 
     invalid = (
+        Example(
+            # torchani: a field declared `distances: Tensor` in a NamedTuple of the file.
+            """
+            from typing import NamedTuple
+
+            import torch
+            from torch import Tensor, nn
+
+            class Neighbors(NamedTuple):
+                indices: Tensor
+                distances: Tensor
+
+            class M(nn.Module):
+                def forward(self, x, neighbors: Neighbors):
+                    closer = (neighbors.distances <= 2.0).nonzero().flatten()  # expect: DYN130
+                    return x * 2 + closer.sum()
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3), __import__('collections').namedtuple('Neighbors', 'indices distances')(torch.arange(4), torch.rand(4) * 4))",
+        ),
         Example(
             # spandrel's HVI-CIDNet: a method (not forward) of a submodule class of the file,
             # given the input: its parameter is a tensor.
@@ -447,8 +484,63 @@ class DynamicShapeOp(Rule):
                         return out + hidden
             """,
         ),
+        Example(
+            # A comprehension's loop binds its names before its element reads them.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                return [row[row > 0].sum() for row in y]  # expect: DYN130
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3, 4),)",
+        ),
+        Example(
+            # torchani's neighbour list: pair indices from per-atom counts, and a mask reshaped
+            # to index the second dimension.
+            """
+            import torch
+
+            @torch.compile
+            def f(x, counts):
+                pair_sizes = (counts * (counts - 1)).div(2, rounding_mode="floor")
+                pair_indices = torch.repeat_interleave(pair_sizes)  # expect: DYN130
+                mask = torch.arange(4) < pair_sizes.view(-1, 1)
+                local = x.repeat(1, pair_sizes.shape[0])[:, mask.view(-1)]  # expect: DYN130
+                return pair_indices.sum() + local.sum()
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(4, 4), torch.tensor([2, 3, 1, 4]))",
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                counts = (x > 0).sum(-1)
+                return x.repeat_interleave(counts, dim=0).sum()  # expect: DYN130
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(4, 3),)",
+        ),
     )
     valid = (
+        Example(
+            # `n_rep` may be a number (transformers' repeat_kv): the method form needs a tensor for sure.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, n_rep):
+                    return x.repeat_interleave(n_rep, dim=1) * 2
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(2, 3), 2)",
+        ),
         Example(
             """
             import torch

@@ -12,7 +12,11 @@ size to that value). Measured on torch 2.13 with sizes 4, 8, 16, 32, 64: `if x.s
 one more graph than no branch; with `dynamic=True`, `== 4` or `> 6` two graphs where none would
 need one.
 
-Not reported, because they cost nothing: a comparison with 0 or 1 (Dynamo assumes a dynamic size
+Also `(n / k).is_integer()` and `n % k != 0` on sizes (padding to a multiple): Dynamo guards on
+the exact value, so each new length compiles again (reformer-pytorch's auto-padder: 6 lengths,
+6 graphs).
+
+Not reported, because they cost nothing: a comparison of a size with 0 or 1 (Dynamo assumes a dynamic size
 is at least 2 and specialises sizes 0 and 1 anyway, so the test is decided without a guard), and
 an `if` whose body only raises (a program that runs never takes it, so the outcome never flips).
 
@@ -55,7 +59,12 @@ class ShapeBranch(Rule):
             if type(t) is cst.UnaryOperation:
                 tests.append(t.expression)
                 continue
-            if (
+            if type(t) is cst.Call and ctx.kind(t) == "SB" and not _static_sizes_only(t, ctx):
+                # `(n / k).is_integer()` (reformer-pytorch's padding helper): Dynamo guards on the
+                # exact size, so every new length compiles again
+                ctx.report(self, t, "test on a tensor's size: Dynamo guards on it, and calls where it comes out "
+                           "the other way compile another graph")
+            elif (
                 type(t) is cst.Comparison
                 and ctx.kind(t) == "SB"
                 and not _against_zero_or_one(t)
@@ -66,6 +75,22 @@ class ShapeBranch(Rule):
                            "comes out the other way compile another graph")
 
     invalid = (
+        Example(
+            # reformer-pytorch / routing-transformer: pad the length to a multiple of the bucket
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                n = x.shape[1]
+                if (n / 4).is_integer():  # expect: DYN201
+                    return x * 2
+                if x.shape[1] % 3 != 0:  # expect: DYN201
+                    return x + 1
+                return x
+            """,
+            dynamo=RECOMPILES,
+        ),
         Example(
             # demucs: the counter of a loop over a size is compared with that size: no guard of
             # its own (the loop is DYN202's), so only the other test is reported.
@@ -199,10 +224,12 @@ def _only_raises(body: cst.BaseSuite) -> bool:
     )
 
 
-def _static_sizes_only(test: cst.Comparison, ctx: RuleContext) -> bool:
+def _static_sizes_only(test: cst.Comparison | cst.Call, ctx: RuleContext) -> bool:
     """Every size the test reads is one Dynamo keeps static (`lint.static_sizes`): e3nn's
     `sa, sm = self.sha.shape; if sa >= sm` on a buffer."""
     static = static_names(ctx)
+    if type(test) is cst.Call:
+        return type(test.func) is cst.Attribute and static_size(test.func.value, ctx, static)
     return all(static_size(s, ctx, static) for s in [test.left] + [c.comparator for c in test.comparisons])
 
 
@@ -227,7 +254,9 @@ def _against_zero_or_one(test: cst.Comparison) -> bool:
     if len(test.comparisons) != 1:
         return False
     sides = (test.left, test.comparisons[0].comparator)
-    return any(type(side) is cst.Integer and side.value in ("0", "1") for side in sides)
+    # Not arithmetic on sizes against 0: `n % k != 0` is no size Dynamo assumes anything about.
+    return (any(type(side) is cst.Integer and side.value in ("0", "1") for side in sides)
+            and not any(type(side) is cst.BinaryOperation for side in sides))
 
 
 RULE = ShapeBranch
