@@ -285,6 +285,10 @@ def _summary(findings: list[Finding], opts: CheckOptions, outcome, skipped: Opti
     lines = []
     if n == 0 and fixed == 0:
         lines.append("All checks passed!")
+        if engine.LAST_LIVE_COUNT == 0:
+            # A library used through plain functions (torchsde's `sdeint`) has no root of its own.
+            lines.append("No compile region found (no nn.Module forward, @torch.compile or torch.compile(fn) in the "
+                         "linted files): nothing was checked; name the functions users compile in `extra-roots`.")
     else:
         if fixed:
             lines.append(f"Found {n + fixed} error{'s' if n + fixed != 1 else ''} ({fixed} fixed, {n} remaining).")

@@ -42,6 +42,19 @@ def test_exit_codes(tmp_path):
     assert dynalint("rule", "DYN999", cwd=tmp_path).returncode == 2
 
 
+def test_a_run_with_no_compile_region_says_nothing_was_checked(tmp_path):
+    # A library used through plain functions (torchsde's sdeint) has no root of its own: "All
+    # checks passed!" alone would read as a clean bill.
+    (tmp_path / "lib.py").write_text("def sdeint(x):\n    print(x)\n    return x * 2\n")
+    result = dynalint("check", "lib.py", cwd=tmp_path)
+    assert result.returncode == 0 and b"No compile region found" in result.stdout, result.stdout
+    (tmp_path / "m.py").write_text(MODEL)
+    assert b"No compile region found" not in dynalint("check", "--select", "DYN102", "m.py", cwd=tmp_path).stdout
+    (tmp_path / "dynalint.toml").write_text("extra-roots = ['lib.sdeint']\n")
+    rooted = dynalint("check", "lib.py", cwd=tmp_path)
+    assert rooted.returncode == 1 and b"DYN101" in rooted.stdout, rooted.stdout + rooted.stderr
+
+
 def test_stdin_is_reported_under_the_given_name(tmp_path):
     result = dynalint("check", "--output-format", "concise", "--stdin-filename", "pkg/model.py", cwd=tmp_path, stdin=MODEL.encode())
     assert result.returncode == 1

@@ -536,6 +536,11 @@ def _apply_external_hints(
     return summaries, project
 
 
+# How many functions the last whole-tree phase 2 of this process found in compile regions (None:
+# none ran); `dynalint check` says so when a run checked nothing at all.
+LAST_LIVE_COUNT: Optional[int] = None
+
+
 def live_functions(summaries, config: Config, extra_roots: Iterable[str] = (), walk: Optional[dict] = None) -> set[str]:
     """Phase 2: the functions reachable from compile roots (the run record's, when it has them).
     `walk`: always walk, and fill it as `Project.reachable` does, plus the project ("project")."""
@@ -555,6 +560,8 @@ def live_functions(summaries, config: Config, extra_roots: Iterable[str] = (), w
             walk["project"] = project
         if record is not None and record.members:
             record.store_live(roots, live)
+    global LAST_LIVE_COUNT
+    LAST_LIVE_COUNT = len(live)
     return live
 
 

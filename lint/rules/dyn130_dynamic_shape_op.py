@@ -112,6 +112,14 @@ def _file_functions(ctx) -> frozenset:
     return names
 
 
+def _boolean_index(index: cst.BaseExpression, ctx) -> bool:
+    """A boolean tensor, or a tensor for sure named as a mask (ultralytics' `fg_mask: Tensor`
+    parameters, whose dtype no annotation says)."""
+    if ctx.kind(index) == Kind.BOOL_TENSOR:
+        return True
+    return type(index) is cst.Name and "mask" in index.value.lower() and ctx.is_definite_tensor(index)
+
+
 def _repeats_from_tensor(node: cst.Call, q, ctx) -> bool:
     """`torch.repeat_interleave(x, repeats)` with tensor repeats, `torch.repeat_interleave(counts)`
     (one argument: the repeats, always a tensor) or `x.repeat_interleave(counts)` with a tensor
@@ -171,7 +179,7 @@ class DynamicShapeOp(Rule):
         if (storing and not updated) or not ctx.is_tensor(node.value):
             return
         for el in node.slice:
-            if type(el.slice) is cst.Index and ctx.kind(el.slice.value) == Kind.BOOL_TENSOR:
+            if type(el.slice) is cst.Index and _boolean_index(el.slice.value, ctx):
                 if updated:
                     ctx.report(
                         self,
@@ -483,6 +491,20 @@ class DynamicShapeOp(Rule):
                             out.copy_(torch.where(lang_mask.reshape(lang_mask.shape + (1,) * (out.dim() - lang_mask.dim())), adapted, out))
                         return out + hidden
             """,
+        ),
+        Example(
+            # ultralytics' rotated-box loss: a foreground mask handed in as a tensor.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, pred: torch.Tensor, target: torch.Tensor, fg_mask: torch.Tensor):
+                    weight = target.sum(-1)[fg_mask].unsqueeze(-1)  # expect: DYN130
+                    return (pred[fg_mask] - target[fg_mask]).abs().mul(weight).sum()  # expect: DYN130 DYN130
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(6, 4), torch.randn(6, 4), torch.tensor([True, False, True, True, False, True]))",
         ),
         Example(
             # A comprehension's loop binds its names before its element reads them.
