@@ -48,6 +48,9 @@ class RuleContext(Protocol):
     def tensor_params(self) -> "AbstractSet[str]":
         """The function's parameters bound to a tensor or a presumed one."""
 
+    def is_parameter(self, name: str) -> bool:
+        """Does `name` still hold the value the function's parameter of that name received?"""
+
     def in_assignment_target(self) -> bool:
         """Is the node being checked (part of) an assignment target (`x[mask] = v`)?"""
 

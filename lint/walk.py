@@ -181,6 +181,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             self._call_name_memo = (node, name)
         return name
 
+    def is_parameter(self, name: str) -> bool:
+        return name in self.param_origin
+
     def self_attr(self, node: cst.BaseExpression) -> Optional[str]:
         """`attr` when node is `self.attr` (the method's own instance), else None."""
         if type(node) is cst.Attribute and type(node.value) is cst.Name and self.env.get(node.value.value) == "SELF":

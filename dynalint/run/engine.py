@@ -561,7 +561,9 @@ def live_functions(summaries, config: Config, extra_roots: Iterable[str] = (), w
         if record is not None and record.members:
             record.store_live(roots, live)
     global LAST_LIVE_COUNT
-    LAST_LIVE_COUNT = len(live)
+    # Counted only where some file uses torch: a run over plain Python has nothing to compile.
+    uses_torch = live or any(v == "torch" or v.startswith("torch.") for s in summaries for v in s.imports.values())
+    LAST_LIVE_COUNT = len(live) if uses_torch else None
     return live
 
 

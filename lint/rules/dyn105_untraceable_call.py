@@ -382,11 +382,11 @@ class UntraceableCall(Rule):
 
                 def forward(self, x, lengths):
                     packed = pack_padded_sequence(x * 2, lengths, batch_first=True, enforce_sorted=False)  # expect: DYN105
-                    out, _ = pad_packed_sequence(self.rnn(packed), batch_first=True)  # expect: DYN105
-                    return out * 3
+                    out, _ = pad_packed_sequence(packed, batch_first=True)  # expect: DYN105
+                    return self.rnn(out) * 3
             """,
             dynamo=BREAKS,
-            inputs="(torch.randn(2, 3, 4), torch.tensor([3, 2]))",
+            inputs="(torch.randn(2, 3, 4), [3, 2])",
         ),
         Example(
             # Enformer with use_checkpointing=True.

@@ -117,7 +117,9 @@ def _boolean_index(index: cst.BaseExpression, ctx) -> bool:
     parameters, whose dtype no annotation says)."""
     if ctx.kind(index) == Kind.BOOL_TENSOR:
         return True
-    return type(index) is cst.Name and "mask" in index.value.lower() and ctx.is_definite_tensor(index)
+    # Only while it holds the parameter: `fg_mask = fg_mask.nonzero(as_tuple=True)` makes indices.
+    return (type(index) is cst.Name and "mask" in index.value.lower() and ctx.is_parameter(index.value)
+            and ctx.is_definite_tensor(index))
 
 
 def _repeats_from_tensor(node: cst.Call, q, ctx) -> bool:
@@ -501,7 +503,9 @@ class DynamicShapeOp(Rule):
             class M(nn.Module):
                 def forward(self, pred: torch.Tensor, target: torch.Tensor, fg_mask: torch.Tensor):
                     weight = target.sum(-1)[fg_mask].unsqueeze(-1)  # expect: DYN130
-                    return (pred[fg_mask] - target[fg_mask]).abs().mul(weight).sum()  # expect: DYN130 DYN130
+                    loss = (pred[fg_mask] - target[fg_mask]).abs().mul(weight).sum()  # expect: DYN130 DYN130
+                    fg_mask = fg_mask.nonzero(as_tuple=True)  # expect: DYN130
+                    return loss + pred[fg_mask].sum()  # indices now: a gather, no mask
             """,
             dynamo=BREAKS,
             inputs="(torch.randn(6, 4), torch.randn(6, 4), torch.tensor([True, False, True, True, False, True]))",
