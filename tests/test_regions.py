@@ -556,3 +556,34 @@ def test_functions_passed_as_arguments_are_followed_but_not_hooks(tmp_path):
         ("pkg/model.py", 24, "DYN101"),
         ("pkg/scan.py", 6, "DYN101"),
     ]
+
+
+def test_a_method_taken_as_a_value_is_followed(tmp_path):
+    # Enformer: `trunk_fn = self._checkpointed if self.use_checkpointing else self._trunk`, then
+    # `trunk_fn(x)`: both methods are presumably called.
+    found = lint_tree(
+        tmp_path,
+        {
+            "model.py": """
+                from torch import nn
+
+                class M(nn.Module):
+                    def _checkpointed(self, x):
+                        print("checkpointed")
+                        return x
+
+                    def _trunk(self, x):
+                        print("plain")
+                        return x
+
+                    def _unused(self, x):
+                        print("never taken")
+                        return x
+
+                    def forward(self, x):
+                        trunk_fn = self._checkpointed if self.use_checkpointing else self._trunk
+                        return trunk_fn(x)
+            """,
+        },
+    )
+    assert sorted(found) == [("model.py", 6, "DYN101"), ("model.py", 10, "DYN101")]
