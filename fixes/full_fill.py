@@ -4,7 +4,8 @@ device=x.device)`. Unsafe fix.
 `new_full` turns its fill value into a Python number (an implicit `.item()`: "Data dependent
 operator"), while `torch.full` given a 0-d tensor fill value stays in the graph (probed on
 torch 2.11, 2.13 and 2.14.1). The dtype and device are the receiver's, as `new_full`'s (unless
-the call names its own). Unsafe: `torch.full` may refuse a fill value on another device than the
+the call names its own); the receiver is read again for them, so it must be a plain chain of
+names, attributes and constant indices (`feats[0]`). Unsafe: `torch.full` may refuse a fill value on another device than the
 result, where `new_full` copied the number over.
 """
 
@@ -19,23 +20,12 @@ from dynalint.lint.rule import RuleContext
 
 from .base import guarded, make_fix, replace_node, source_info
 from .imports import torch_reference
-
-
-def _plain(node: cst.BaseExpression) -> bool:
-    """A receiver read twice more (`.dtype`, `.device`) without running anything: a name, an
-    attribute of one, or one indexed by a constant (`feats[0]`)."""
-    if type(node) is cst.Name:
-        return True
-    if type(node) is cst.Attribute:
-        return _plain(node.value)
-    if type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
-        return _plain(node.value) and type(node.slice[0].slice.value) in (cst.Integer, cst.Name)
-    return False
+from .purity import plain_chain
 
 
 def new_full_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN110"):
     func = call.func
-    if type(func) is not cst.Attribute or not _plain(func.value) or any(a.star for a in call.args):
+    if type(func) is not cst.Attribute or not plain_chain(func.value) or any(a.star for a in call.args):
         return None
     info = source_info(ctx.module, ctx.fn)
     return guarded(code, lambda positions, module: _fix(info, positions, call))

@@ -33,7 +33,7 @@ from dynalint.lint.kinds import Kind
 from dynalint.lint.rule import RuleContext
 
 from .base import comment_rows, guarded, make_fix, single_small_statement, source_info
-from .purity import is_number
+from .purity import is_number, plain_chain
 from .statements import string_continuation_rows
 
 
@@ -123,7 +123,7 @@ def _masked_update(stmt: cst.CSTNode, mask: str) -> bool:
         target = small.targets[0].target
         if isinstance(target, cst.Subscript):
             index = _only_index(target)
-            return (isinstance(index, cst.Name) and index.value == mask and _plain_chain(target.value)
+            return (isinstance(index, cst.Name) and index.value == mask and plain_chain(target.value)
                     and _number(small.value))
         if isinstance(target, cst.Name):
             call = small.value
@@ -131,7 +131,7 @@ def _masked_update(stmt: cst.CSTNode, mask: str) -> bool:
                     and call.func.value.value == target.value)
         return False
     if isinstance(small, cst.Expr):
-        return _masked_fill(small.value, "masked_fill_", mask) and _plain_chain(small.value.func.value)
+        return _masked_fill(small.value, "masked_fill_", mask) and plain_chain(small.value.func.value)
     return False
 
 
@@ -148,28 +148,6 @@ def _only_index(sub: cst.Subscript) -> Optional[cst.BaseExpression]:
     if len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index) or sub.slice[0].slice.star:
         return None
     return sub.slice[0].slice.value
-
-
-def _plain_chain(node: cst.BaseExpression) -> bool:
-    """A name, attributes and subscripts (slices, numbers, names) of it: no call to repeat."""
-    while True:
-        if isinstance(node, cst.Name):
-            return True
-        if isinstance(node, cst.Attribute):
-            node = node.value
-        elif isinstance(node, cst.Subscript):
-            for element in node.slice:
-                part = element.slice
-                if isinstance(part, cst.Index):
-                    if not (isinstance(part.value, cst.Name) or is_number(part.value)):
-                        return False
-                elif isinstance(part, cst.Slice):
-                    if any(b is not None and not (isinstance(b, cst.Name) or is_number(b))
-                           for b in (part.lower, part.upper, part.step)):
-                        return False
-            node = node.value
-        else:
-            return False
 
 
 def _number(node: cst.BaseExpression) -> bool:

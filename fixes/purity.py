@@ -107,3 +107,25 @@ def pure(node: cst.BaseExpression, ctx: RuleContext, assume: frozenset = frozens
     if isinstance(node, cst.IfExp):
         return pure(node.test, ctx, assume) and pure(node.body, ctx, assume) and pure(node.orelse, ctx, assume)
     return False
+
+
+def plain_chain(node: cst.BaseExpression) -> bool:
+    """A name, attributes and subscripts (slices, numbers, names) of it: no call to repeat."""
+    while True:
+        if isinstance(node, cst.Name):
+            return True
+        if isinstance(node, cst.Attribute):
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            for element in node.slice:
+                part = element.slice
+                if isinstance(part, cst.Index):
+                    if not (isinstance(part.value, cst.Name) or is_number(part.value)):
+                        return False
+                elif isinstance(part, cst.Slice):
+                    if any(b is not None and not (isinstance(b, cst.Name) or is_number(b))
+                           for b in (part.lower, part.upper, part.step)):
+                        return False
+            node = node.value
+        else:
+            return False

@@ -184,8 +184,7 @@ class CallEdges:
             value = arg.value
             attr = self.self_attr(value)
             if attr is not None:
-                info = self.class_info
-                if info is not None and (attr in info.methods or attr in info.attr_callables):
+                if self._own_method(attr) or (self.class_info is not None and attr in self.class_info.attr_callables):
                     edges.append(("self", attr))
             elif type(value) is cst.Name:
                 name = value.value
@@ -194,6 +193,21 @@ class CallEdges:
                 if name in self.fa.local_functions or (name in self.fa.summary.imports and not name[:1].isupper()):
                     edges.append(("name", self.fa.resolve(name)))
         return edges
+
+    def _assigned_method_edges(self, value: cst.BaseExpression) -> list[tuple]:
+        """Methods taken as a value by an assignment, which the name presumably calls
+        (`trunk_fn = self._checkpointed if self.use_checkpointing else self._trunk`, Enformer)."""
+        refs = (value.body, value.orelse) if type(value) is cst.IfExp else (value,)
+        return [("self", attr) for attr in map(self.self_attr, refs) if attr is not None and self._own_method(attr)]
+
+    def _own_method(self, attr: str) -> bool:
+        return self.class_info is not None and attr in self.class_info.methods
+
+    def _add_edges(self, edges) -> None:
+        known = self.info.edges
+        for edge in edges:
+            if edge is not None and edge not in known:
+                known.append(edge)
 
     def _edge_for(self, node: cst.Call) -> Optional[tuple]:
         func = node.func

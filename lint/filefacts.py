@@ -47,6 +47,7 @@ class FileAnalyzer:
         self.rnn_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding nn.LSTM/GRU/RNN
         self.rnn_classes: set[str] = set()  # classes of this file deriving from them
         self._non_rnn_modules: dict[str, set[str]] = {}  # class -> attrs also built as another class
+        self._records: Optional[dict[str, dict[str, str]]] = None  # `record_fields`, found once per file
         # class qualname -> attrs assigned a module in __init__ (`nn.Conv2d(...)`, `Block(...)`)
         self.module_attrs: dict[str, set[str]] = {}
         self.lock_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding threading locks
@@ -268,6 +269,10 @@ class FileAnalyzer:
                 self.registry_names.add(target.value)
                 self.summary.registries[f"{self.summary.module}.{target.value}"] = list(dict.fromkeys(names))
 
+    def _builds_rnn(self, q: Optional[str]) -> bool:
+        """Is `q` nn.LSTM / GRU / RNN or a class deriving from one (of this file or another)?"""
+        return q in RNN_MODULES or q in self.rnn_classes or q in self.options.external_rnn_types
+
     def _stored_callable(self, value: cst.BaseExpression, params: set) -> Optional[str]:
         """What `self.<attr> = value` stores when it may be a plain function called through the
         attribute: a function the file defines or imports, a method of self, or an item of a
@@ -294,7 +299,7 @@ class FileAnalyzer:
     def record_fields(self, name: str) -> dict[str, str]:
         """Kinds of the annotated fields of a module-level `NamedTuple` subclass or `@dataclass` of
         the file (`distances: Tensor` -> T); empty for any other name."""
-        records = getattr(self, "_records", None)
+        records = self._records
         if records is None:
             records = self._records = {}
             for stmt in self.module.body:
@@ -421,8 +426,7 @@ class FileAnalyzer:
                                and type(value.func.value) is cst.Call):
                             value = value.func.value
                         q = self.qualname(value.func) if type(value) is cst.Call else None
-                        if (q is not None and q.rsplit(".", 1)[-1][:1].isupper() and q not in RNN_MODULES
-                                and q not in self.rnn_classes and q not in self.options.external_rnn_types):
+                        if q is not None and q.rsplit(".", 1)[-1][:1].isupper() and not self._builds_rnn(q):
                             self._non_rnn_modules.setdefault(cls, set()).add(attr)
                         if q is not None and (
                             q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer")
@@ -431,7 +435,7 @@ class FileAnalyzer:
                             tensor_attrs.add(attr)
                             if q in ("torch.nn.Buffer", "torch.nn.parameter.Buffer"):
                                 self.buffer_attrs.setdefault(cls, set()).add(attr)
-                        elif q in RNN_MODULES or q in self.rnn_classes or q in self.options.external_rnn_types:
+                        elif self._builds_rnn(q):
                             self.rnn_attrs.setdefault(cls, set()).add(attr)
 
                         elif q in LOCK_TYPES:

@@ -183,6 +183,11 @@ class KindInference:
         """A tensor for sure: not merely an unannotated parameter (see kinds.P)."""
         return self.kind(node) in (T, B)
 
+    def is_tensor_value(self, node: cst.BaseExpression) -> bool:
+        """A tensor, where a bare name must be one for sure: an unannotated parameter on its own
+        is as often a flag (`if use_cache:`), a number or a list (`for W in parameters:`)."""
+        return self.is_definite_tensor(node) if type(node) is cst.Name else self.is_tensor(node)
+
     def _returns_tensor(self, key: str) -> bool:
         found = bool(self.fa.returns_tensor.get(key))
         if self.probe_only:
@@ -330,10 +335,8 @@ class KindInference:
         """`len(x)` is a size for a tensor, but not for the value of a submodule or helper call,
         taken for a tensor and as often a tuple of them (pytorch-metric-learning's
         `indices_tuple = self.miner(...)`; `if len(indices_tuple) == 3:`)."""
-        # A bare unannotated parameter is as often a list (ultralytics' `range(len(feats))` over
-        # feature levels): only a tensor for sure has a size here.
-        plain = self.is_definite_tensor(arg) if type(arg) is cst.Name else self.is_tensor(arg)
-        return plain and not self.from_module_call(arg)
+        # (ultralytics' `range(len(feats))` over feature levels: a bare parameter is no tensor here)
+        return self.is_tensor_value(arg) and not self.from_module_call(arg)
 
     def _call_kind(self, node: cst.Call) -> str:
         func = node.func

@@ -92,6 +92,10 @@ class RuleContext(Protocol):
     def is_definite_tensor(self, node: "cst.BaseExpression") -> bool:
         """A tensor for sure: not merely an unannotated parameter (see `Kind.PRESUMED`)."""
 
+    def is_tensor_value(self, node: "cst.BaseExpression") -> bool:
+        """A tensor, where a bare name must be one for sure (an unannotated parameter on its own
+        is as often a flag, a number or a list)."""
+
     def from_module_call(self, node: "cst.BaseExpression") -> bool:
         """Is node a call of a submodule, method or helper, or a name bound to one's value? Taken
         for a tensor, such a value is as often a tuple or list of them."""

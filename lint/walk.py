@@ -664,14 +664,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> bool:
         self._visit(node.value)
         if self.info is not None and not self.probe_only:
-            # `trunk_fn = self._checkpointed if self.use_checkpointing else self._trunk` (Enformer):
-            # a method taken as a value here is presumably called
-            value = node.value
-            for ref in (value.body, value.orelse) if type(value) is cst.IfExp else (value,):
-                attr = self.self_attr(ref)
-                if attr is not None and self.class_info is not None and attr in self.class_info.methods:
-                    if ("self", attr) not in self.info.edges:
-                        self.info.edges.append(("self", attr))
+            self._add_edges(self._assigned_method_edges(node.value))
         value_kind = self.kind(node.value)
         for t in node.targets:
             self._bind(t.target, node.value, value_kind)
@@ -904,14 +897,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return
         if self.info is None:
             return
-        edges = self.info.edges
-        edge = self._edge_for(node)
-        if edge is not None and edge not in edges:
-            edges.append(edge)
+        self._add_edges((self._edge_for(node),))
         if node.args:
-            for edge in self._passed_function_edges(node):
-                if edge not in edges:
-                    edges.append(edge)
+            self._add_edges(self._passed_function_edges(node))
 
     def visit_Import(self, node) -> bool:
         return False

@@ -176,13 +176,6 @@ EXIT_MESSAGES[cst.Break] = (
 )
 
 
-def _is_tensor_condition(operand, ctx: RuleContext) -> bool:
-    # A bare unannotated parameter (`if use_cache:`) is usually a flag: only definite tensors count.
-    if type(operand) is cst.Name:
-        return ctx.is_definite_tensor(operand)
-    return ctx.is_tensor(operand)
-
-
 def _is_and(node) -> bool:
     return type(node) is cst.BooleanOperation and type(node.operator) is cst.And
 
@@ -314,7 +307,7 @@ class TensorControlFlow(Rule):
                 node.msg is not None
                 and not is_string_literal(node.msg)
                 and type(test) not in (cst.BooleanOperation, cst.UnaryOperation)
-                and _is_tensor_condition(test, ctx)
+                and ctx.is_tensor_value(test)
             ):
                 ctx.report(self, test, "`assert` on a tensor value breaks the graph when its message is not a string "
                                        "literal (Dynamo keeps `assert t, \"text\"` in the graph): use a literal message, "
@@ -325,7 +318,7 @@ class TensorControlFlow(Rule):
             test = node.test
             if type(test) in (cst.BooleanOperation, cst.UnaryOperation):
                 return  # the operands are checked on their own
-            if _is_tensor_condition(test, ctx):
+            if ctx.is_tensor_value(test):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
                 fix = (
                     offer_fix("uniform_draw", ctx, test, self.code)
@@ -356,7 +349,7 @@ class TensorControlFlow(Rule):
             for operand in operands:
                 if type(operand) in (cst.BooleanOperation, cst.UnaryOperation):
                     continue
-                if _is_tensor_condition(operand, ctx):
+                if ctx.is_tensor_value(operand):
                     if operand is node.right and not tested:
                         fix = offer_fix("uniform_draw", ctx, operand, self.code) or offer_fix("layer_drop", ctx, operand, self.code)
                         if fix is not None:
@@ -374,7 +367,7 @@ class TensorControlFlow(Rule):
             if id(node) in _guarded(ctx):
                 return
             if type(node.operator) is cst.Not and type(node.expression) is not cst.BooleanOperation:
-                if _is_tensor_condition(node.expression, ctx):
+                if ctx.is_tensor_value(node.expression):
                     fix = (
                         offer_fix("uniform_draw", ctx, node.expression, self.code)
                         or offer_fix("layer_drop", ctx, node.expression, self.code)
@@ -391,7 +384,7 @@ class TensorControlFlow(Rule):
                 arg = node.args[0].value
                 if ctx.is_tensor(arg):
                     ctx.report(self, node, MESSAGE.format(what=f"builtin `{node.func.value}()`"))
-                elif type(arg) in (cst.GeneratorExp, cst.ListComp) and (ctx.bind_comprehension(arg) or _is_tensor_condition(arg.elt, ctx)):
+                elif type(arg) in (cst.GeneratorExp, cst.ListComp) and (ctx.bind_comprehension(arg) or ctx.is_tensor_value(arg.elt)):
                     # `all(x < y for x, y in zip(ts[:-1], ts[1:]))`: each test is a branch, and a
                     # generator Dynamo cannot resume makes it skip the whole function (torchdyn).
                     name = node.func.value

@@ -57,10 +57,9 @@ class SizeLoop(Rule):
             if sizes and not all(static_size(s, ctx, static_names(ctx)) for s in sizes):
                 ctx.report(self, it, "loop over a tensor's size is unrolled per size: recompiles when the size changes")
             return
-        # A bare unannotated parameter is as often a list (recbole's `for W in parameters:`, whose
-        # length never changes): only a tensor for sure counts.
-        plain = ctx.is_definite_tensor(it) if type(it) is cst.Name else ctx.is_tensor(it)
-        rows = it if type(it) is not cst.Call and plain else _unbound(it, ctx) if type(it) is cst.Call else None
+        # (recbole's `for W in parameters:` over a list whose length never changes: a bare
+        # parameter is no tensor here)
+        rows = it if type(it) is not cst.Call and ctx.is_tensor_value(it) else _unbound(it, ctx) if type(it) is cst.Call else None
         if rows is not None and not ctx.from_module_call(rows) and not static_tensor(rows, ctx, static_names(ctx)):
             ctx.report(self, it, "loop over a tensor's rows is unrolled per size: recompiles when the size changes")
 
