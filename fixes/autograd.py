@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dynalint.findings import SAFE, UNSAFE
+from dynalint.findings import SAFE, UNSAFE, Edit
 from dynalint.lint import fastcst
 from dynalint.lint.rule import RuleContext
 
@@ -42,3 +42,31 @@ def saved_tensors_fix(ctx: RuleContext, attribute: cst.Attribute, code: str = "D
         SAFE, "Read `saved_tensors` (the same tensors; `saved_variables` is its deprecated name)",
         [replace_node(positions, attribute.attr, "saved_tensors")],
     ))
+
+
+def function_staticmethod_fix(ctx: RuleContext, methods: list, code: str = "DYN145"):
+    """`@classmethod def forward(cls, ctx, ...)` -> `@staticmethod def forward(ctx, ...)` on a
+    custom autograd.Function, for each method that never reads `cls` (safe: `Function.apply`
+    calls `forward(ctx, *args)` either way). None when every such method reads it."""
+    from dynalint.lint.rules.dyn145_autograd_function_classmethod import reads_first_parameter
+
+    fixable = [m for m in methods if reads_first_parameter(m) is False]
+    if not fixable:
+        return None
+
+    def generate(positions, module):
+        edits = []
+        for fn in fixable:
+            decorator = next(d for d in fn.decorators if type(d.decorator) is cst.Name and d.decorator.value == "classmethod")
+            edits.append(replace_node(positions, decorator.decorator, "staticmethod"))
+            first, second = fn.params.params[0], (fn.params.params[1:] or [None])[0]
+            start = positions[first].start
+            if second is not None:
+                end = positions[second].start
+            else:  # `cls` alone: drop it with its comma
+                end = positions[first].end
+            edits.append(Edit("", start.line, start.column + 1, end.line, end.column + 1))
+        names = " and ".join(f"`{m.name.value}`" for m in fixable)
+        return make_fix(SAFE, f"Declare {names} `@staticmethod` without `cls` (Dynamo binds `cls` wrongly and breaks)", edits)
+
+    return guarded(code, generate)

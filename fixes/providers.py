@@ -10,7 +10,7 @@ from __future__ import annotations
 from dynalint.lint.rule import register_fix_provider
 
 from .apply import AFTER_FIXES
-from .autograd import duplicate_input_fix, saved_tensors_fix
+from .autograd import duplicate_input_fix, function_staticmethod_fix, saved_tensors_fix
 from .buffers import buffer_local_fix
 from .checks import assert_message_fix, assert_split_fix, raise_check_fix
 from .compile_default import compile_default_fix
@@ -56,6 +56,7 @@ PROVIDERS = {
     "mask_update": mask_update_fix,  # DYN130
     "requires_grad": requires_grad_fix,  # DYN140
     "duplicate_input": duplicate_input_fix,  # DYN141
+    "function_staticmethod": function_staticmethod_fix,  # DYN145
     "saved_tensors": saved_tensors_fix,  # DYN144
     "buffer_local": buffer_local_fix,  # DYN142
     "module_to": module_to_fix,  # DYN203

@@ -394,18 +394,40 @@ TENSOR_EVIDENCE_METHODS = frozenset(
 )
 
 
+# Comparisons of whole tensors that give a Python bool, not a tensor: a test reading one cannot
+# become a tensor condition (`torch._assert_async(torch.equal(a, b))` raises TypeError).
+PYTHON_BOOL_COMPARISONS = frozenset({"equal", "allclose", "is_nonzero", "is_same_size", "is_set_to"})
+
+
+def _python_bool_comparison(node: cst.CSTNode, ctx: RuleContext) -> bool:
+    if type(node) is not cst.Call:
+        return False
+    func = node.func
+    if type(func) is not cst.Attribute or func.attr.value not in PYTHON_BOOL_COMPARISONS:
+        return False
+    q = ctx.qualname(func)
+    return q is None or q == f"torch.{func.attr.value}" or q.startswith("torch.Tensor.")
+
+
 def definite_tensor_test(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     """Is node computed from a tensor for sure: a value the lint knows to be a tensor (not merely
     a presumed one, an unannotated parameter: kinds.P), a torch function of a tensor, or a tensor
     method called on it? A fix that wraps the test in a torch call must not fire on Python numbers
-    (`if no_recycles < 0: raise`, an aspect ratio of ints)."""
+    (`if no_recycles < 0: raise`, an aspect ratio of ints), nor on `torch.equal(a, b)` and other
+    comparisons that give a Python bool."""
+    if any(_python_bool_comparison(n, ctx) for n in iter_nodes(node)):
+        return False
+    return _definite_tensor_test(node, ctx)
+
+
+def _definite_tensor_test(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     parts = operator_operands(node)
     if parts is not None:
-        return any(definite_tensor_test(n, ctx) for n in parts)
+        return any(_definite_tensor_test(n, ctx) for n in parts)
     if ctx.is_definite_tensor(node) and (isinstance(node, cst.Name) or not ctx.is_numpy(node)):
         return True
     if isinstance(node, (cst.Subscript, cst.Attribute)):
-        return definite_tensor_test(node.value, ctx)
+        return _definite_tensor_test(node.value, ctx)
     if isinstance(node, cst.Call):
         func = node.func
         q = ctx.qualname(func) or ""
@@ -414,5 +436,5 @@ def definite_tensor_test(node: cst.BaseExpression, ctx: RuleContext) -> bool:
         if isinstance(func, cst.Attribute):
             if func.attr.value in TENSOR_EVIDENCE_METHODS and ctx.is_tensor(func.value):
                 return True
-            return definite_tensor_test(func.value, ctx)
+            return _definite_tensor_test(func.value, ctx)
     return False

@@ -30,6 +30,7 @@ RULE_MODULES = (
     "dyn142_buffer_reassigned",
     "dyn143_autograd_in_region",
     "dyn144_saved_variables",
+    "dyn145_autograd_function_classmethod",
     "dyn201_shape_branch",
     "dyn202_size_loop",
     "dyn203_self_mutation",

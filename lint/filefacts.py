@@ -72,6 +72,7 @@ class FileAnalyzer:
         # (`def default(val, d): return val if exists(val) else d`), as (position, name, kind of
         # the default): a call's value is then its arguments' kinds, not a tensor for all callers.
         self.passthrough: dict[str, tuple] = {}
+        self.returns_tuple: dict[str, Optional[tuple]] = {}  # see FunctionContext.returned_tuple_kinds
         # id of a function node -> its parameters only ever used as ints (`range(n)`, `n == 1`);
         # ("size", id) -> those passed as sizes to `view` / `reshape` (inference.size_params).
         self._int_only: dict = {}
@@ -183,6 +184,7 @@ class FileAnalyzer:
                     ctx = probes[i] = FunctionContext(self, fn, key, cls, probe_only=True)
                     ctx.walk()
                 self.returns_tensor[key] = ctx.returns_tensor
+                self.returns_tuple[key] = ctx.returned_tuple_kinds()
                 self.passthrough[key] = ctx.passthrough_slots()
                 if ctx.evidence:
                     self.param_evidence[key] = self.param_evidence.get(key, frozenset()) | ctx.evidence
@@ -385,9 +387,13 @@ class FileAnalyzer:
                 self._scan_attr_assignments(s, qual, info)
         # An attribute built as an RNN in one branch of __init__ and as another module in
         # another (recbole's DIEN: nn.GRU or its own DynamicRNN) may be either: not an RNN.
+        # Unless the parameters' defaults pick the RNN's branch (stanza's PackedLSTM: nn.LSTM
+        # when `rec_dropout == 0`, its default).
         others = self._non_rnn_modules.pop(qual, None)
         if others and qual in self.rnn_attrs:
-            self.rnn_attrs[qual] -= others
+            init = next((s for s in body if type(s) is cst.FunctionDef and s.name.value == "__init__"), None)
+            by_default = _default_path_attrs(init, self._builds_rnn, self.qualname) if init is not None else set()
+            self.rnn_attrs[qual] -= others - by_default
         for s in body:
             if type(s) is cst.FunctionDef:
                 self.defs.append((s, qual, qual))
@@ -627,3 +633,89 @@ def _is_abstract(fn: cst.FunctionDef) -> bool:
         return False
     exc = small.exc.func if type(small.exc) is cst.Call else small.exc
     return type(exc) is cst.Name and exc.value == "NotImplementedError"
+
+
+_LITERALS = {"None": None, "True": True, "False": False}
+
+
+def _literal(node: cst.BaseExpression, defaults: dict):
+    """(known, value) of a literal or of a parameter with a literal default."""
+    if type(node) is cst.Name:
+        if node.value in defaults:
+            return True, defaults[node.value]
+        if node.value in _LITERALS:
+            return True, _LITERALS[node.value]
+        return False, None
+    if type(node) in (cst.Integer, cst.Float, cst.SimpleString):
+        try:
+            import ast
+            return True, ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            return False, None
+    return False, None
+
+
+def _test_under_defaults(test: cst.BaseExpression, defaults: dict):
+    """The value of an `if` test over parameters left at their literal defaults, or None."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        v = _test_under_defaults(test.expression, defaults)
+        return None if v is None else not v
+    if type(test) is cst.BooleanOperation:
+        a, b = _test_under_defaults(test.left, defaults), _test_under_defaults(test.right, defaults)
+        if type(test.operator) is cst.And:
+            return False if False in (a, b) else (True if a is True and b is True else None)
+        return True if True in (a, b) else (False if a is False and b is False else None)
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        (ka, a), (kb, b) = _literal(test.left, defaults), _literal(test.comparisons[0].comparator, defaults)
+        if not (ka and kb):
+            return None
+        op = type(test.comparisons[0].operator)
+        ops = {cst.Equal: lambda: a == b, cst.NotEqual: lambda: a != b, cst.Is: lambda: a is b, cst.IsNot: lambda: a is not b}
+        return ops[op]() if op in ops else None
+    known, value = _literal(test, defaults)
+    return bool(value) if known else None
+
+
+def _default_path_attrs(init: cst.FunctionDef, builds_rnn, qualname) -> set:
+    """Attributes `__init__` sets to an RNN on the path its parameters' defaults take through
+    `if` statements whose tests read only them (`if rec_dropout == 0:` with `rec_dropout=0`).
+    Not a parameter `__init__` keeps on self (recbole's DIEN: `self.gru = gru`, and forward
+    picks its code by `self.gru`): its value is the caller's, and so is the module's kind."""
+    kept = {
+        small.value.value
+        for node in iter_code_nodes(init.body) if type(node) is cst.SimpleStatementLine
+        for small in node.body if type(small) is cst.Assign and type(small.value) is cst.Name
+    }
+    defaults = {}
+    for p in (*init.params.params, *init.params.kwonly_params):
+        if p.default is not None and p.name.value not in kept:
+            known, value = _literal(p.default, {})
+            if known:
+                defaults[p.name.value] = value
+    found: set = set()
+
+    def walk(statements) -> None:
+        for stmt in statements:
+            if type(stmt) is cst.If:
+                branch = stmt
+                while branch is not None:
+                    if type(branch) is cst.Else:
+                        walk(branch.body.body)
+                        break
+                    value = _test_under_defaults(branch.test, defaults)
+                    if value is None:
+                        break  # not decided by the defaults: neither branch is the default path
+                    if value:
+                        walk(branch.body.body)
+                        break
+                    branch = branch.orelse
+            elif type(stmt) is cst.SimpleStatementLine:
+                for small in stmt.body:
+                    if type(small) is cst.Assign and type(small.value) is cst.Call and builds_rnn(qualname(small.value.func)):
+                        for t in small.targets:
+                            if type(t.target) is cst.Attribute and type(t.target.value) is cst.Name and t.target.value.value == "self":
+                                found.add(t.target.attr.value)
+
+    if type(init.body) is cst.IndentedBlock:
+        walk(init.body.body)
+    return found

@@ -10,7 +10,7 @@ import libcst as cst
 
 from . import kinds as K
 from .kinds import B, C, N, P, S, T, U, TENSORISH
-from .nodes import is_none, iter_code_nodes, operator_operands, param_list
+from .nodes import dotted, is_none, iter_code_nodes, operator_operands, param_list
 
 
 def torch_non_tensor(q: str) -> bool:
@@ -127,6 +127,27 @@ def size_params(fn: cst.FunctionDef) -> frozenset:
     return frozenset(found)
 
 
+_CONTAINER_TYPES = frozenset({"list", "tuple", "dict", "List", "Tuple", "Dict", "typing.List", "typing.Tuple", "typing.Dict"})
+
+
+def container_tested_params(fn: cst.FunctionDef) -> frozenset:
+    """Parameters `fn` tests for a Python container anywhere (`isinstance(feats, list)`, also in a
+    conditional expression): the function is written for a list as well as a tensor, so what its
+    callers pass (ultralytics' `make_anchors(x["feats"], ...)` under a `dict[str, Tensor]`
+    annotation that is wrong there) does not make it a tensor for sure."""
+    names = {p.name.value for p in param_list(fn.params)}
+    found: set[str] = set()
+    for node in iter_code_nodes(fn.body):
+        if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != "isinstance" \
+                or len(node.args) != 2 or type(node.args[0].value) is not cst.Name or node.args[0].value.value not in names:
+            continue
+        cls = node.args[1].value
+        types = [e.value for e in cls.elements] if type(cls) is cst.Tuple else [cls]
+        if any(dotted(t) in _CONTAINER_TYPES for t in types):
+            found.add(node.args[0].value.value)
+    return frozenset(found)
+
+
 class KindInference:
     """The kind questions of `FunctionContext` (`lint.walk`), which it mixes in: they read the
     walk's bindings (`env`, `numpy_names`, `local_types`), the class's facts (`tensor_attrs`,
@@ -192,6 +213,12 @@ class KindInference:
         found = bool(self.fa.returns_tensor.get(key))
         if self.probe_only:
             self.returns_read[key] = found
+        return found
+
+    def _returns_tuple(self, key: str) -> Optional[tuple]:
+        found = self.fa.returns_tuple.get(key)
+        if self.probe_only:
+            self.tuples_read[key] = found
         return found
 
     def _passthrough(self, key: str) -> tuple:
@@ -416,6 +443,9 @@ class KindInference:
                     return S
                 if meth in K.NON_TENSOR_METHODS:
                     return N
+                if meth in K.MAPPING_METHODS:
+                    # no tensor has them: a dict (a submodule's outputs), whose values may be tensors
+                    return C if meth == "items" else U
                 if meth in K.BOOL_METHODS or rk == B and meth in K.LAYOUT_METHODS:
                     return B
                 if rk == P and meth not in K.TENSOR_METHODS:

@@ -45,7 +45,7 @@ TORCH_NON_TENSOR_FUNCS = frozenset(
     is_autocast_enabled get_autocast_gpu_dtype get_autocast_dtype is_anomaly_enabled
     compile typename result_type promote_types can_cast broadcast_shapes use_deterministic_algorithms
     are_deterministic_algorithms_enabled get_num_threads set_num_threads is_deterministic_algorithms_warn_only_enabled
-    save load vmap
+    save load vmap get_device_module get_device
     """.split()
 )
 # `torch._C.*` namespaces whose functions are tensor operators; the rest of `torch._C` is not.
@@ -98,6 +98,9 @@ NON_TENSOR_METHODS = frozenset(
     register_hook backward dim_order is_sparse is_quantized is_meta
     """.split()
 )
+# Methods of dicts that tensors do not have: a "tensor" they are called on is a mapping. (Not
+# `values()`: sparse tensors have it, `x.coalesce().values()`.)
+MAPPING_METHODS = frozenset({"items", "keys", "get", "setdefault", "popitem", "update"})
 SIZE_METHODS = frozenset({"size"})
 # Tensor methods returning boolean tensors.
 BOOL_METHODS = frozenset(

@@ -78,6 +78,20 @@ class ClassResolver:
         self._module_cache[cls] = result
         return result
 
+    def _derives_from_torch_nn(self, cls: str) -> bool:
+        """A class of the linted files with a `torch.nn` class among its bases' bases."""
+        todo, seen = [self._own(cls)], set()
+        while todo:
+            c = todo.pop()
+            if c in seen or len(seen) > 50:
+                continue
+            seen.add(c)
+            if c.startswith("torch.nn."):
+                return True
+            if self._is_class(c):
+                todo.extend(self.canonical(b) for b in self.classes[c].bases)
+        return False
+
     def _base_is_module(self, base: str, depth: int) -> bool:
         b = self.canonical(base)
         if self._is_class(b):
@@ -366,6 +380,13 @@ class Project(ClassResolver):
                 # (fairseq's LayerDropModuleList draws there which layers run).
                 if "__iter__" in self.classes[cls].methods:
                     roots.append(f"{cls}.__iter__")
+                # A module's own `__call__` runs wherever the module is called, before forward
+                # (pytorch-tabular's ModuleWithInit: data-aware initialisation on the first call).
+                # Only a class known to derive from torch.nn: a base from outside the linted
+                # files counts as a module for `forward`, but not here (transformers' feature
+                # extractors and processors define `__call__` and are no modules).
+                if "__call__" in self.classes[cls].methods and self._derives_from_torch_nn(cls):
+                    roots.append(f"{cls}.__call__")
         for f in self.functions.values():
             if f.compile_root:
                 roots.append(f.qualname)

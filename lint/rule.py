@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Any, Callable, ClassVar, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, ClassVar, ContextManager, Mapping, Optional, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -64,6 +64,10 @@ class RuleContext(Protocol):
         """The nodes around the one being checked, outermost first: statements, compound
         statements whose header or block is being walked (`try`, `for`, `with`; an `if` while its
         test is), and expressions (`x if t else y`, `a and b`)."""
+
+    def assuming(self, test: "cst.BaseExpression", holds: bool = True) -> "ContextManager[None]":
+        """A context in which kinds are those where `test` held (or failed): the right side of
+        `isinstance(proto, tuple) and len(proto) == 2` reads the length of a tuple."""
 
     def static_truth(self, test: "cst.BaseExpression") -> Optional[bool]:
         """A test's value while Dynamo traces: True/False for `is_compiling()`-style guards (and

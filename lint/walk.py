@@ -4,6 +4,7 @@ inference (`lint.inference`) and call edges (`lint.callgraph`) are mixed into th
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
@@ -12,7 +13,7 @@ from . import fastcst
 from . import kinds as K
 from .annotations import annotation_kind, holds_tensors, type_comment_kinds
 from .callgraph import CallEdges
-from .inference import KindInference, int_only_params, merge_kinds, size_params, torch_non_tensor
+from .inference import KindInference, container_tested_params, int_only_params, join_kinds, merge_kinds, size_params, torch_non_tensor
 from .kinds import B, C, N, P, S, T, U, TENSORISH
 from .nodes import dotted, is_docstring, is_none, param_list
 from .rule import offer_fix
@@ -54,6 +55,14 @@ def _return_parts(node: cst.BaseExpression) -> list:
     return [node]
 
 
+def _join_tuple_kinds(a, b):
+    if type(a) is tuple and type(b) is tuple:
+        return tuple(_join_tuple_kinds(x, y) for x, y in zip(a, b)) if len(a) == len(b) else U
+    if type(a) is tuple or type(b) is tuple:
+        return U
+    return join_kinds(a, b)
+
+
 # What the walk does with a node (FunctionContext._plan).
 _NODE, _SKIP, _IF, _BLOCK = "node", "skip", "if", "block"
 
@@ -66,6 +75,8 @@ _RUNTIME_ERRORS = frozenset({
 })
 _LITERAL_DEFAULTS = {"None": None, "True": True, "False": False}
 _NUMBER_TYPES = frozenset({"int", "float", "str", "bool", "complex"})
+_CONTAINER_TYPES = frozenset({"list", "tuple", "dict", "set"})
+_NARROWING_OPERANDS = 8  # operands of an `and` / `or` read for isinstance tests
 
 
 class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
@@ -92,6 +103,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         # for its own parameters (see FileAnalyzer.run).
         self.returns_read: dict[str, bool] = {}
         self.passthrough_read: dict[str, tuple] = {}
+        self.tuples_read: dict[str, Optional[tuple]] = {}
         self.hints_read: Optional[dict] = None
         self.evidence_read: frozenset = frozenset()
         # Parameters still bound to what the caller passed.
@@ -106,6 +118,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.env: dict[str, str] = {}
         self.local_types: dict[str, tuple] = {}  # loop vars over submodule lists -> edge ref
         self.returns_tensor = False
+        # The kinds of the tuples its `return`s give, position by position (nested tuples as
+        # tuples), or None when some `return` gives another value (see returned_tuple_kinds).
+        self.returned_tuples: Optional[list] = []
         self.storing = False  # inside an assignment target
         # A custom autograd function's `forward(ctx, ...)` / `backward(ctx, ...)`, run from `.apply`.
         self.in_autograd_function = cls is not None and cls in fa.autograd_functions
@@ -127,6 +142,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self._rule_state: dict[str, dict] = {}  # see rule_state
         self.class_info = fa.summary.classes.get(cls) if cls else None
         self.nested_defs: set[str] = set()
+        self.container_demoted: set[str] = set()  # see _bind_params
         self.record_params: dict[str, str] = {}  # parameter -> the file's NamedTuple / dataclass it is annotated with
         self.numpy_names: set[str] = set()  # names bound to NumPy values
         # Parameters annotated as containers of tensors (`x: dict[str, Tensor]`): their items are tensors.
@@ -227,6 +243,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             and self.evidence_read == fa.param_evidence.get(self.qual, frozenset())
             and all(bool(fa.returns_tensor.get(key)) == seen for key, seen in self.returns_read.items())
             and all((fa.passthrough.get(key) or ()) == seen for key, seen in self.passthrough_read.items())
+            and all(fa.returns_tuple.get(key) == seen for key, seen in self.tuples_read.items())
         )
 
     # -- walking --------------------------------------------------------------------------
@@ -298,6 +315,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                     self.tensor_containers.add(name)
             elif (pos in hints or name in hints) and (p.default is None or optional):
                 hinted = hints.get(pos) or hints.get(name)
+                if hinted == T and name in self._container_tested_params():
+                    hinted = P  # the function takes a list there too: callers' tensor is no proof
+                    self.container_demoted.add(name)  # a tensor again where the test says no list
                 self.env[name] = N if hinted == P and K.names_a_config_value(name) else C if hinted == P and K.names_a_collection(name) else hinted
             elif tensor_by_default and (p.default is None or optional):
                 self.env[name] = N if K.names_a_config_value(name) else C if K.names_a_collection(name) else P
@@ -335,6 +355,13 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             found = self.fa._int_only[key] = int_only_params(self.fn)
         return found
 
+    def _container_tested_params(self) -> frozenset:
+        key = ("container", id(self.fn))
+        found = self.fa._int_only.get(key)
+        if found is None:
+            found = self.fa._int_only[key] = container_tested_params(self.fn)
+        return found
+
     def _size_params(self) -> frozenset:
         key = ("size", id(self.fn))
         found = self.fa._int_only.get(key)
@@ -368,9 +395,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             saved = dict(self.env)
             for p in param_list(stmt.params):
                 self.env[p.name.value] = T if annotation_kind(p.annotation) == T else U
-            was_returns = self.returns_tensor
+            was_returns, was_tuples = self.returns_tensor, self.returned_tuples
             self._walk_block(stmt.body)
-            self.returns_tensor = was_returns
+            self.returns_tensor, self.returned_tuples = was_returns, was_tuples
             self.env = saved
             return False
         if type(stmt) is cst.ClassDef:
@@ -416,7 +443,27 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         """Kinds a test settles for the branch it guards and for the other one:
         `isinstance(ref, torch.Tensor)` (or `torch.is_tensor(ref)`) makes `ref` a tensor inside
         and not one outside (demucs' `center_trim(t, ref: Union[Tensor, int])`);
-        `isinstance(masks, list)` makes `masks` no tensor inside; `not` swaps the two."""
+        `isinstance(masks, list)` makes `masks` no tensor inside; `not` swaps the two; every
+        operand of an `and` holds inside it (`isinstance(proto, tuple) and len(proto) == 2`),
+        every operand of an `or` fails outside it."""
+        if type(test) is cst.BooleanOperation:
+            # The operands of one operator, a few at most: an N-term chain (libcst nests it N
+            # deep) is asked about at every level, so reading all of it would cost N squared.
+            op = type(test.operator)
+            operands, todo = [], [test]
+            while todo:
+                node = todo.pop()
+                if type(node) is cst.BooleanOperation and type(node.operator) is op:
+                    todo += [node.right, node.left]
+                    if len(todo) + len(operands) > _NARROWING_OPERANDS:
+                        return {}, {}
+                elif type(node) is not cst.BooleanOperation:
+                    operands.append(node)
+            side = 0 if op is cst.And else 1
+            settled = {}
+            for operand in operands:
+                settled.update(self._isinstance_narrowing(operand)[side])
+            return (settled, {}) if op is cst.And else ({}, settled)
         negated = False
         while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             test, negated = test.expression, not negated
@@ -442,10 +489,29 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         elif all(t in _NUMBER_TYPES for t in types):
             inside, outside = {name: N}, {}
         elif all(t in _PYTHON_TYPES for t in types):
-            inside, outside = {name: C}, {}
+            # Not a list where callers pass a tensor: the tensor (llava-next's
+            # `if not isinstance(image_size, (list, tuple)): image_size = image_size.tolist()`).
+            restored = name in self.container_demoted and self.is_parameter(name) and all(t in _CONTAINER_TYPES for t in types)
+            inside, outside = {name: C}, ({name: T} if restored else {})
         else:
             return {}, {}
         return (outside, inside) if negated else (inside, outside)
+
+    @contextlib.contextmanager
+    def assuming(self, test: cst.BaseExpression, holds: bool = True):
+        """Kinds as they are where `test` held (or failed), for a rule judging the right side of
+        an `and` / `or` from the `if` around it."""
+        inside, outside = self._isinstance_narrowing(test)
+        settled = inside if holds else outside
+        if not settled:
+            yield
+            return
+        saved = dict(self.env)
+        self.env.update(settled)
+        try:
+            yield
+        finally:
+            self.env = saved
 
     def static_truth(self, test: cst.BaseExpression, memo: Optional[dict] = None) -> Optional[bool]:
         """Value of a test while Dynamo traces: True/False for is_compiling-style guards, else None.
@@ -782,8 +848,14 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
 
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is None:
+            self.returned_tuples = None
             return
         for part in _return_parts(node.value):
+            if self.returned_tuples is not None:
+                if type(part) is cst.Tuple and not any(type(e) is cst.StarredElement for e in part.elements):
+                    self.returned_tuples.append(self._tuple_kinds(part))
+                else:
+                    self.returned_tuples = None
             if type(part) is cst.Name and part.value in self.param_origin:
                 self.return_params.add(part.value)  # its kind is the caller's argument's
                 continue
@@ -792,6 +864,31 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 self.returns_tensor = True
             elif type(part) is cst.Tuple and any(self.is_tensor(e.value) for e in part.elements):
                 self.returns_tensor = True
+
+    def _tuple_kinds(self, node: cst.Tuple) -> tuple:
+        """Kinds of a returned tuple's items; a parameter given back as it came is unknown here
+        (its kind is the caller's argument's)."""
+        out = []
+        for e in node.elements:
+            v = e.value
+            if type(v) is cst.Tuple and not any(type(x) is cst.StarredElement for x in v.elements):
+                out.append(self._tuple_kinds(v))
+            elif type(v) is cst.Name and v.value in self.param_origin:
+                out.append(U)
+            else:
+                out.append(self.kind(v))
+        return tuple(out)
+
+    def returned_tuple_kinds(self) -> Optional[tuple]:
+        """What every `return` gives when each gives a tuple of one length: the kinds of its
+        items, joined position by position (`return fg_mask, loss` with `fg_mask` a boolean
+        tensor in every one). None otherwise."""
+        if not self.returned_tuples or len({len(t) for t in self.returned_tuples}) != 1:
+            return None
+        merged = self.returned_tuples[0]
+        for other in self.returned_tuples[1:]:
+            merged = _join_tuple_kinds(merged, other)
+        return merged
 
     def visit_IfExp(self, node: cst.IfExp) -> bool:
         static = self.static_truth(node.test)
@@ -811,7 +908,14 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         left = self.static_truth(node.left, self._truth_memo)
         if (left is False and type(node.operator) is cst.And) or (left is True and type(node.operator) is cst.Or):
             return False  # right side never runs while compiling
-        return True
+        inside, outside = self._isinstance_narrowing(node.left)
+        if not (inside if type(node.operator) is cst.And else outside):
+            return True
+        # The right side runs only where the left held (`and`) or failed (`or`).
+        self._visit(node.left)
+        with self.assuming(node.left, holds=type(node.operator) is cst.And):
+            self._visit(node.right)
+        return False
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._visit(node.iter)
@@ -941,6 +1045,38 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         fn = self.fa.local_functions.get(value.func.value)
         return fn is not None and holds_tensors(fn.returns)
 
+    def _bind_returned_tuple(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> bool:
+        """`(fg_mask, idx), loss = self.assign(preds)`: the items take the kinds the method or
+        function of this file returns at their positions (see returned_tuple_kinds)."""
+        key = self._local_callee(value) if type(value) is cst.Call else None
+        kinds = self._returns_tuple(key) if key is not None else None
+        if kinds is None or len(kinds) != len(target.elements):
+            return False
+
+        def bind(tgt, k) -> None:
+            if type(tgt) in (cst.Tuple, cst.List) and type(k) is tuple and len(k) == len(tgt.elements):
+                for e, ek in zip(tgt.elements, k):
+                    bind(e.value, ek)
+            elif type(tgt) is cst.StarredElement or type(k) is tuple:
+                self._bind(tgt.value if type(tgt) is cst.StarredElement else tgt, None, U)
+            else:
+                self._bind(tgt, None, k)
+
+        bind(target, kinds)
+        return True
+
+    def _local_callee(self, call: cst.Call) -> Optional[str]:
+        """The key of the method (`self.m(...)`) or module-level function of this file a call runs."""
+        func = call.func
+        if type(func) is cst.Attribute and self.self_attr(func) is not None:
+            meth = func.attr.value
+            if self.class_info is not None and meth in self.class_info.methods:
+                return f"{self.cls}.{meth}"
+            return None
+        if type(func) is cst.Name and func.value not in self.env and func.value in self.fa.local_functions:
+            return f"{self.fa.summary.module}.{func.value}"
+        return None
+
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], value_kind: str) -> None:
         if type(target) is cst.Name:
             self.env[target.value] = value_kind
@@ -960,6 +1096,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elems):
                 for t, v in zip(elems, value.elements):
                     self._bind(t, v.value, self.kind(v.value))
+            elif self._bind_returned_tuple(target, value):
+                pass
             else:
                 # `b, n, _ = x.shape`, `h, w = x.size()[-2:]`: sizes; `q, k = x.chunk(2)`: tensors
                 k = value_kind if value_kind == S or (value_kind in (T, B) and self._unpacks_tensors(value)) else U

@@ -972,6 +972,33 @@ def test_calls_not_made_once_in_both_branches_in_one_order_are_not_hoisted():
     assert [f.code for f in result.remaining] == ["DYN120"] * 2
 
 
+def test_a_check_by_a_comparison_giving_a_python_bool_gets_no_tensor_fix():
+    from dynalint.run.engine import lint_source
+
+    # mace's torch-sim wrapper: `torch.equal` / `torch.allclose` give Python bools, which
+    # `torch._assert_async` (and `torch.where`) reject with a TypeError on every call.
+    source = """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, ref):
+                y = x * 2
+                if not torch.equal(y.shape[0] * torch.ones(1), ref):
+                    raise ValueError("batch changed")
+                if not torch.allclose(y, ref):
+                    raise ValueError("drifted")
+                if y.equal(ref):
+                    raise ValueError("unchanged")
+                return y
+        """
+    result = fixed(source)
+    assert "_assert_async" not in result.text and not result.errors
+    findings = lint_source(textwrap.dedent(source).lstrip("\n"), "example.py", ALL)
+    assert [f.row for f in findings if f.code == "DYN120"] == [7, 9, 11]
+    assert all("reads tensor values into a Python bool" in f.message for f in findings if f.code == "DYN120")
+
+
 def test_raise_on_a_tensor_test_becomes_assert_async():
     assert_fixes(
         """

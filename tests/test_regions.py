@@ -58,6 +58,59 @@ def test_base_class_in_another_file_and_imported_helper(tmp_path):
     assert found == [("pkg/ops.py", 3, "DYN101")]
 
 
+def test_calls_into_a_namespace_subpackage_inside_a_package_are_followed(tmp_path):
+    # facenet-pytorch: `models/` and `models/utils/` have no __init__.py (PEP 420 namespace
+    # packages); `mtcnn.py` imports `from .utils.detect_face import detect_face`.
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/models/mtcnn.py": """
+            from torch import nn
+            from .utils.detect_face import detect_face
+
+            class MTCNN(nn.Module):
+                def forward(self, x):
+                    return detect_face(x)
+        """,
+        "pkg/models/utils/detect_face.py": """
+            def detect_face(x):
+                return x.nonzero()
+        """,
+    }
+    assert lint_tree(tmp_path, files) == [("pkg/models/utils/detect_face.py", 3, "DYN130")]
+    assert module_name_for(tmp_path / "pkg/models/utils/detect_face.py") == ("pkg.models.utils.detect_face", False)
+    # Outside any package a folder is no package: the file is named by itself.
+    (tmp_path / "scripts").mkdir()
+    assert module_name_for(tmp_path / "scripts" / "run.py") == ("run", False)
+
+
+def test_a_modules_own_call_override_is_a_compile_root(tmp_path):
+    # pytorch-tabular's ModuleWithInit: `__call__` initialises from the first batch, then calls
+    # `super().__call__`; Dynamo traces it wherever the module is called.
+    found = lint_tree(
+        tmp_path,
+        {
+            "m.py": """
+                import torch
+                from torch import nn
+
+                class WithInit(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.done = nn.Parameter(torch.tensor(0), requires_grad=False)
+
+                    def __call__(self, *args, **kwargs):
+                        if not bool(self.done.item()):
+                            self.done.data[...] = 1
+                        return super().__call__(*args, **kwargs)
+
+                    def forward(self, x):
+                        return x * 2
+            """,
+        },
+    )
+    assert found == [("m.py", 11, "DYN110")]
+
+
 def test_training_step_and_data_code_are_not_reported(tmp_path):
     found = lint_tree(
         tmp_path,

@@ -58,3 +58,23 @@ def test_every_rule_has_docs_and_examples():
         assert "## Why" in docs, rule.code
         # DYN002 (unreadable file) cannot be shown as source text; tests/test_cli covers it.
         assert rule.valid and (rule.invalid or rule.code == "DYN002"), rule.code
+
+
+def test_a_float_counter_is_told_apart_also_when_set_in_a_tuple_assignment():
+    # torchdyn's DEFunc: `self.nfe, self.vf = 0., vector_field`, then `self.nfe += 1` in forward:
+    # Dynamo recompiles once, then makes the float dynamic (an int counter recompiles every call).
+    source = (
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self, vf, steps=0):\n"
+        "        super().__init__()\n"
+        "        self.nfe, self.vf = 0., vf\n"
+        "        self.calls, self.x = steps, 1\n\n"
+        "    def forward(self, x):\n"
+        "        self.nfe += 1\n"
+        "        self.calls += 1\n"
+        "        return self.vf(x)\n"
+    )
+    messages = {f.row: f.message for f in lint_source(source, "example.py", ALL) if f.code == "DYN203"}
+    assert "(a float)" in messages[11] and "recompiles once" in messages[11]
+    assert "(a float)" not in messages[12]

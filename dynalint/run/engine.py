@@ -80,11 +80,17 @@ def _resolved_dir(directory: str) -> Path:
 
 @functools.lru_cache(maxsize=4096)
 def _package_parts(directory: str) -> tuple[str, ...]:
-    """Names of the packages enclosing a (resolved) folder, outermost first."""
+    """Names of the packages enclosing a (resolved) folder, outermost first. A folder without
+    `__init__.py` inside a package is a namespace package (PEP 420) and counts: facenet-pytorch's
+    `models/utils/detect_face.py` is `facenet_pytorch.models.utils.detect_face`, imported as
+    `from .utils.detect_face import detect_face` by `facenet_pytorch.models.mtcnn`."""
     d = Path(directory)
-    if d.parent == d or not (d / "__init__.py").is_file():
+    if d.parent == d:
         return ()
-    return _package_parts(str(d.parent)) + (d.name,)
+    above = _package_parts(str(d.parent))
+    if (d / "__init__.py").is_file() or above:
+        return above + (d.name,)
+    return ()
 
 
 def read_source(path: Path) -> str:

@@ -7,7 +7,8 @@ assigned from `logging.getLogger(...)` / `get_logger(...)` or by their name (`lo
 
 ## Why it breaks the graph
 Dynamo does not trace `logging.Logger` methods ("logging.Logger method not supported for
-non-export cases"); module-level `logging.warning` fails too. Each call splits the graph.
+non-export cases"); module-level `logging.warning` fails too, and so does `logging.getLogger(name)`
+in compiled code (no fix: get the logger at module level). Each call splits the graph.
 
 ## Example
 ```python
@@ -45,12 +46,18 @@ class LoggingCall(Rule):
         ("GB0291", "logging.Logger method not supported for non-export cases"),
         ("GB4841", "Unsupported python_type() call"),
         ("GB0156", "Unsupported method call"),  # torch 2.11: module-level `logging.warning()`
+        ("GB6215", "Unresolved GetAttrVariable comparison"),  # `logging.getLogger(name)`
     )
     node_types = (cst.Call,)
     fixable = "safe or unsafe"
 
     def check(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
+        if type(func) is cst.Attribute and func.attr.value == "getLogger" and ctx.qualname(func) == "logging.getLogger":
+            # basicsr's DCNv2Pack: `logger = get_root_logger()` in forward, which calls it
+            ctx.report(self, node, "`logging.getLogger()` breaks the graph (Dynamo cannot compare the logger "
+                                   "registry's entries); get the logger once at module level")
+            return
         if type(func) is not cst.Attribute or func.attr.value not in LOG_METHODS:
             return
         q = ctx.qualname(func)
@@ -70,6 +77,23 @@ class LoggingCall(Rule):
             )
 
     invalid = (
+        Example(
+            # basicsr's DCNv2Pack: a helper fetches the logger in forward, then warns.
+            """
+            import logging
+            import torch
+
+            def get_root_logger():
+                return logging.getLogger("basicsr")  # expect: DYN103
+
+            @torch.compile
+            def f(x):
+                y = x + 1
+                logger = get_root_logger()
+                return y * 2
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             """
             import logging

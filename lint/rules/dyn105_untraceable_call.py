@@ -151,6 +151,25 @@ NUMPY_RANDOM_TRACED = frozenset(
 _DRAWS_RANDOM = (installed_torch() or (0, 0)) >= (2, 14)
 
 
+# Tensor methods whose arguments are sizes: a drawn size there is data to Dynamo.
+_DRAWN_SIZE_METHODS = frozenset({"repeat", "view", "reshape", "expand", "narrow", "split", "chunk", "unflatten", "new_zeros", "new_ones", "new_empty"})
+
+
+def _unconditional_or_default(node: cst.Assign, ctx: RuleContext) -> bool:
+    """Is the assignment made on every call (of its branch), or only as the default of the name
+    it binds (`if n is None: n = ...`, the innermost test)?"""
+    tests = ctx.enclosing_tests()
+    if not tests:
+        return True
+    names = {t.target.value for t in node.targets if type(t.target) is cst.Name}
+    t = tests[-1]
+    return (
+        type(t) is cst.Comparison and len(t.comparisons) == 1 and type(t.comparisons[0].operator) is cst.Is
+        and type(t.left) is cst.Name and t.left.value in names
+        and type(t.comparisons[0].comparator) is cst.Name and t.comparisons[0].comparator.value == "None"
+    )
+
+
 def _random_function(q: str) -> Optional[str]:
     """`random.uniform` -> "uniform"; None for anything else."""
     if q.startswith(RANDOM_PREFIX) and q.count(".") == 1:
@@ -248,9 +267,11 @@ class UntraceableCall(Rule):
             value = node.value
             if type(value) is cst.Call and ctx.call_name(value) == "random.Random":
                 kind = "generators"
-            elif not ctx.enclosing_tests() and _mentions_draw(value, ctx, state):
+            elif _unconditional_or_default(node, ctx) and _mentions_draw(value, ctx, state):
                 # A draw bound under an `if` (`if self.quantize_dropout: i = rng.randrange(n)`)
                 # may not happen on a given call: a branch on it is not reported (precision first).
+                # A default drawn for a missing argument (`if inject_index is None: inject_index =
+                # random.randint(...)`) is drawn on every call that leaves it out.
                 kind = "drawn"
             else:
                 return
@@ -288,6 +309,15 @@ class UntraceableCall(Rule):
             return
         if type(func) is cst.Attribute and func.attr.value in SPARSE_METHODS and ctx.is_tensor(func.value):
             ctx.report(self, node, f"`.{func.attr.value}()`: {SPARSE_ADVICE}")
+            return
+        if (
+            type(func) is cst.Attribute and func.attr.value in _DRAWN_SIZE_METHODS and ctx.is_tensor(func.value)
+            and any(_mentions_draw(a.value, ctx, ctx.rule_state(self.code)) for a in node.args)
+        ):
+            # StyleGAN2's style mixing (gfpgan, basicsr): `latent.repeat(1, inject_index, 1)` with
+            # `inject_index = random.randint(1, n - 1)`
+            ctx.report(self, node, f"`.{func.attr.value}()` with a size drawn with Python's `random` breaks the graph "
+                                   "(Dynamo traces the draw as data); draw it outside the compiled region and pass it in")
             return
         q = ctx.call_name(node)
         if q in SPARSE_FUNCTIONS:
@@ -360,6 +390,53 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # StyleGAN2's style mixing (gfpgan, basicsr): the split point, unless given, is drawn
+            # with `random`.
+            """
+            import random
+            import torch
+
+            @torch.compile
+            def f(latent, inject_index=None):
+                if latent.dim() == 3:
+                    if inject_index is None:
+                        inject_index = random.randint(1, latent.shape[1] - 1)
+                    first = latent[:, 0:1].repeat(1, inject_index, 1)  # expect: DYN105
+                    return first.sum() * 2
+                return latent
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 6, 4),)",
+        ),
+        Example(
+            # stanza's PackedLSTM: nn.LSTM unless recurrent dropout is asked for (its default 0).
+            """
+            import torch
+            from torch import nn
+
+            class DropLSTM(nn.Module):
+                def __init__(self, n, rec_dropout):
+                    super().__init__()
+                    self.cell = nn.LSTMCell(n, n)
+
+                def forward(self, x):
+                    return self.cell(x[0])
+
+            class M(nn.Module):
+                def __init__(self, n=8, rec_dropout=0):
+                    super().__init__()
+                    if rec_dropout == 0:
+                        self.lstm = nn.LSTM(n, n)
+                    else:
+                        self.lstm = DropLSTM(n, rec_dropout)
+
+                def forward(self, x):
+                    return self.lstm(x)[0] * 2  # expect: DYN105
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(5, 2, 8),)",
+        ),
         Example(
             # recbole's DIEN: packing around an RNN; the attribute built as nn.GRU in one branch of
             # __init__ and as the file's own module in another is not reported as an RNN.

@@ -36,6 +36,12 @@ in ultralytics' `make_anchors` loop over the strides, Dynamo gives up on the who
 the unsafe fix writes `torch.full(size, t, dtype=x.dtype, device=x.device)`, which keeps a 0-d
 tensor fill value in the graph (probed).
 
+A tensor passed where a function takes a Python number is read the same way: `F.huber_loss(...,
+delta=t)` (mace's conditional Huber loss), `F.leaky_relu(x, t)`, `F.dropout(x, p=t)`,
+`F.pad(x, pad, value=t)`, `torch.full_like(x, t)` and the other parameters in
+`NUMBER_PARAMETERS`, each probed with a 0-d tensor on torch 2.13 and 2.14.1 ("Data dependent
+operator"). Pass a Python number or write the formula with tensor ops; no autofix.
+
 An `assert` whose test is one comparison with the read value (`assert lengths.max().item() <=
 slen`, XLM) gets an unsafe fix that asserts the tensor comparison (`assert lengths.max() <=
 slen`): Dynamo keeps it in the graph (probed on torch 2.11, 2.13 and 2.14.1). Eager runs raise the
@@ -78,6 +84,46 @@ def _numpy_math_of_numbers(arg, ctx: RuleContext) -> bool:
     return short in MATH_EQUIVALENT and python_values(arg, short, ctx)
 
 
+# Functions with a parameter that must be a Python number (`delta: float`): a tensor there is read
+# back with `.item()` ("Data dependent operator", probed on torch 2.13 and 2.14.1 with a 0-d
+# tensor computed in the graph). name -> {parameter: position}.
+NUMBER_PARAMETERS = {
+    "torch.nn.functional.huber_loss": {"delta": 3},
+    "torch.nn.functional.smooth_l1_loss": {"beta": 5},
+    "torch.nn.functional.leaky_relu": {"negative_slope": 1},
+    "torch.nn.functional.elu": {"alpha": 1},
+    "torch.nn.functional.celu": {"alpha": 1},
+    "torch.nn.functional.softplus": {"beta": 1, "threshold": 2},
+    "torch.nn.functional.hardtanh": {"min_val": 1, "max_val": 2},
+    "torch.nn.functional.dropout": {"p": 1},
+    "torch.nn.functional.alpha_dropout": {"p": 1},
+    "torch.nn.functional.threshold": {"threshold": 1, "value": 2},
+    "torch.nn.functional.normalize": {"p": 1},
+    "torch.nn.functional.pad": {"value": 3},
+    "torch.nn.functional.margin_ranking_loss": {"margin": 3},
+    "torch.nn.functional.triplet_margin_loss": {"margin": 3},
+    "torch.nn.functional.cosine_embedding_loss": {"margin": 3},
+    "torch.nn.functional.cross_entropy": {"label_smoothing": 7},
+    "torch.nn.functional.softshrink": {"lambd": 1},
+    "torch.nn.functional.hardshrink": {"lambd": 1},
+    "torch.nn.functional.layer_norm": {"eps": 4},
+    "torch.full_like": {"fill_value": 1},
+}
+
+
+def _number_arguments(node: cst.Call, params: dict) -> list:
+    """(parameter, value) of the arguments a call passes to its number parameters."""
+    by_position = {i: name for name, i in params.items()}
+    out = []
+    for i, arg in enumerate(node.args):
+        if arg.star:
+            break
+        name = arg.keyword.value if arg.keyword is not None else by_position.get(i)
+        if name in params:
+            out.append((name, arg.value))
+    return out
+
+
 def _fill_value(node: cst.Call):
     for i, arg in enumerate(node.args):
         if arg.keyword is not None and arg.keyword.value == "fill_value" or arg.keyword is None and i == 1:
@@ -117,6 +163,16 @@ class ItemCall(Rule):
                                        "and breaks the graph; `torch.full(size, value, dtype=..., device=...)` keeps "
                                        "it in the graph", fix=offer_fix("new_full", ctx, node, self.code))
             return
+        params = NUMBER_PARAMETERS.get(ctx.call_name(node) or "")
+        if params is not None:
+            for name, value in _number_arguments(node, params):
+                # mace's conditional Huber loss: `delta=factors[0]`, a row of `h * torch.tensor([...])`
+                if ctx.is_definite_tensor(value) and not ctx.is_numpy(value):
+                    short = (ctx.call_name(node) or "").rsplit(".", 1)[-1]
+                    ctx.report(self, value, f"a tensor as `{short}()`'s `{name}`, which takes a Python number, is read "
+                                            "with `.item()` and breaks the graph; pass a Python number (compute it "
+                                            "outside the compiled region) or write the formula with tensor ops")
+            return
         if type(func) is cst.Name and func.value in ("int", "float", "bool") and len(node.args) == 1:
             arg = node.args[0].value
             # A definite tensor: `int(n * (1 - p))` with `p` an unannotated parameter converts a
@@ -136,6 +192,21 @@ class ItemCall(Rule):
         ctx.report(self, node, message, fix=fix)
 
     invalid = (
+        Example(
+            # mace's conditional Huber loss: the deltas are rows of a tensor.
+            """
+            import torch
+            import torch.nn.functional as F
+
+            @torch.compile
+            def f(ref, pred):
+                factors = 0.01 * torch.tensor([1.0, 0.7], dtype=ref.dtype)
+                near = F.huber_loss(ref, pred, reduction="none", delta=factors[0])  # expect: DYN110
+                return near.mean() + F.huber_loss(ref, pred, delta=0.01)
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(6, 3), torch.randn(6, 3))",
+        ),
         Example(
             # torchani's cell list: a helper of the file declared `-> Tuple[Tensor, Tensor]`.
             """

@@ -140,6 +140,8 @@ a failure is a RuntimeError with the message. Each operand's finding carries tha
 chain of more than 32 operands, only the leftmost finding does).
 """
 
+from typing import Optional
+
 import libcst as cst
 
 from ..draws import comparison_with_draw, guarded_probability
@@ -192,6 +194,11 @@ def _message(what: str, test, ctx: RuleContext, parent=None, fix=None, branch=No
                     "random); the unsafe fix runs the layer and keeps its output only when it is not dropped")
         return (f"{what} on a random draw breaks the graph when `{p}` > 0 (layers skipped at random, "
                 "which no rewrite keeps); with a probability of 0 it does not")
+    compared = _python_bool_comparison(test)
+    if compared is not None:
+        # mace: `if not torch.equal(a, b): raise ...`: the comparison itself reads the values
+        return (f"`{compared}()` reads tensor values into a Python bool and breaks the graph; compare in the "
+                "graph (`(a == b).all()`, `torch.isclose(a, b).all()`) or check outside the compiled region")
     if fix is None and type(branch) is cst.While:
         return WHILE_MESSAGE
     if fix is None and ctx.is_numpy(test):
@@ -199,6 +206,15 @@ def _message(what: str, test, ctx: RuleContext, parent=None, fix=None, branch=No
         return NUMPY_MESSAGE.format(what=what)
     exit_kind = _early_exit(branch) if fix is None else None
     return (EXIT_MESSAGES.get(exit_kind) or MESSAGE).format(what=what)
+
+
+def _python_bool_comparison(test) -> Optional[str]:
+    """`torch.equal` / `torch.allclose` (or the methods) when the test is one, or `not` of one."""
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test = test.expression
+    if type(test) is cst.Call and type(test.func) is cst.Attribute and test.func.attr.value in ("equal", "allclose"):
+        return dotted(test.func) if dotted(test.func) in ("torch.equal", "torch.allclose") else f".{test.func.attr.value}"
+    return None
 
 
 def _early_exit(branch):
@@ -394,6 +410,25 @@ class TensorControlFlow(Rule):
                                            f"`(ts[1:] > ts[:-1]).{name}()`, and `torch._assert_async` for an assert")
 
     invalid = (
+        Example(
+            # ultralytics' losses: a method returns a tuple whose first item is a mask.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def assign(self, x):
+                    fg_mask = x > 0
+                    return (fg_mask, x * 2), x.sum()
+
+                def forward(self, x):
+                    (fg_mask, target), loss = self.assign(x)
+                    if fg_mask.any():  # expect: DYN120
+                        loss = loss + target.mean()
+                    return loss
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             # torchdyn's odeint: `t_span: Union[List, Tensor]`, given a tensor by the module.
             """
@@ -1511,6 +1546,50 @@ class TensorControlFlow(Rule):
         ),
     )
     valid = (
+        Example(
+            # mace's torch-sim wrapper: the keys of a submodule's dict of outputs are strings.
+            """
+            import torch
+            from torch import nn
+
+            class Inner(nn.Module):
+                def forward(self, x):
+                    return {"energy": x.sum(), "forces": x * 2}
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.model = Inner()
+                    self.per_system_keys = ["energy"]
+
+                def forward(self, x):
+                    out = {}
+                    for key, val in self.model(x).items():
+                        if key in self.per_system_keys:
+                            out[key] = val.detach()
+                    return out
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(3),)",
+        ),
+        Example(
+            # ultralytics' time_sync: `torch.get_device_module()` gives a module (torch.cuda).
+            """
+            import torch
+
+            def backend(device):
+                return torch.get_device_module(device.type)
+
+            @torch.compile
+            def f(x):
+                accelerator = backend(torch.device("cuda"))
+                if accelerator.is_available() and hasattr(accelerator, "synchronize"):
+                    x = x + 1
+                return x * 2
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(3),)",
+        ),
         Example(
             # Items of an unannotated parameter tested against strings: names, not tensors.
             """

@@ -2,8 +2,9 @@
 
 ## What it does
 Finds tensors passed as sizes or counts in a compile region: `F.one_hot(t, num_classes=t.max() + 1)`,
-factory sizes such as `torch.zeros(n)` / `torch.arange(n)` with `n` a tensor, and slices
-with tensor bounds (`x[:n]`).
+factory sizes such as `torch.zeros(n)` / `torch.arange(n)` with `n` a tensor, slices
+with tensor bounds (`x[:n]`), and indexes that are 0-d tensors (`x[torch.argmax(s)]`, effdet's
+soft-NMS; a 1-d index tensor is advanced indexing, which traces).
 
 ## Why it breaks the graph
 A size must be known while tracing; taking it from a tensor's data forces Dynamo to read the
@@ -29,6 +30,17 @@ FACTORIES = frozenset(
 )
 
 
+def _scalar_index(node: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`torch.argmax(t)` / `t.argmin()` with no `dim`: a 0-d tensor of a position."""
+    if type(node) is not cst.Call:
+        return False
+    func = node.func
+    if type(func) is cst.Attribute and func.attr.value in ("argmax", "argmin") and ctx.is_tensor(func.value):
+        return not node.args
+    q = ctx.call_name(node)
+    return q in ("torch.argmax", "torch.argmin") and len(node.args) == 1 and node.args[0].keyword is None
+
+
 class TensorAsInt(Rule):
     code = "DYN131"
     name = "tensor-used-as-size"
@@ -38,7 +50,7 @@ class TensorAsInt(Rule):
         ("GB0033", "Data dependent operator"),
         ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
     )
-    node_types = (cst.Call, cst.Subscript)
+    node_types = (cst.Call, cst.Subscript, cst.Assign)
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
@@ -58,8 +70,25 @@ class TensorAsInt(Rule):
                         ctx.report(self, a.value, f"size of `{q}()` from a tensor value breaks the graph; use a shape or a constant")
                         return
             return
+        if type(node) is cst.Assign:
+            # names bound to a 0-d index (`top_idx = torch.argmax(scores)`), until rebound
+            scalars = ctx.rule_state(self.code).setdefault("scalars", set())
+            for t in node.targets:
+                if type(t.target) is cst.Name:
+                    (scalars.add if _scalar_index(node.value, ctx) else scalars.discard)(t.target.value)
+            return
         if not ctx.is_tensor(node.value):
             return
+        scalars = ctx.rule_state(self.code).get("scalars", ())
+        for el in node.slice:
+            if type(el.slice) is cst.Index and (
+                _scalar_index(el.slice.value, ctx) or (type(el.slice.value) is cst.Name and el.slice.value.value in scalars)
+            ):
+                # effdet's soft-NMS: `idxs[top_idx]` with `top_idx = torch.argmax(scores_remain)`
+                ctx.report(self, el.slice.value, "index from a 0-d tensor (`argmax()` without `dim`) is read as a Python "
+                                                 "int and breaks the graph; select with tensor ops "
+                                                 "(`x.index_select(0, i.view(1))`, `torch.gather`, `scatter`)")
+                return
         for el in node.slice:
             if type(el.slice) is cst.Slice:
                 for bound in (el.slice.lower, el.slice.upper):
@@ -68,6 +97,20 @@ class TensorAsInt(Rule):
                         return
 
     invalid = (
+        Example(
+            # effdet's soft-NMS: the best box's position, a 0-d tensor, indexes the boxes.
+            """
+            import torch
+
+            @torch.compile
+            def f(scores):
+                top_idx = torch.argmax(scores)
+                best = scores[top_idx]  # expect: DYN131
+                return best * 2
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.rand(8),)",
+        ),
         Example(
             # builtin max() of a tensor and an int is a tensor (Dynamo traces it as one).
             """

@@ -34,6 +34,8 @@ Decide by configuration rather than by the input's size, or make both paths the 
 really never changes.
 """
 
+import contextlib
+
 import libcst as cst
 
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
@@ -50,29 +52,36 @@ class ShapeBranch(Rule):
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.If and _only_raises(node.body):
             return  # an input check: its outcome never flips in a program that runs
-        tests = [node.test]
+        tests = [(node.test, ())]
         while tests:
-            t = tests.pop()
+            t, known = tests.pop()  # known: (test, held) pairs that hold where t is evaluated
             if type(t) is cst.BooleanOperation:
-                tests += [t.left, t.right]
+                # `isinstance(proto, tuple) and len(proto) == 2`: the right side sees the left
+                tests += [(t.left, known), (t.right, known + ((t.left, type(t.operator) is cst.And),))]
                 continue
             if type(t) is cst.UnaryOperation:
-                tests.append(t.expression)
+                tests.append((t.expression, known))
                 continue
-            if type(t) is cst.Call and ctx.kind(t) == "SB" and not _static_sizes_only(t, ctx):
-                # `(n / k).is_integer()` (reformer-pytorch's padding helper): Dynamo guards on the
-                # exact size, so every new length compiles again
-                ctx.report(self, t, "test on a tensor's size: Dynamo guards on it, and calls where it comes out "
-                           "the other way compile another graph")
-            elif (
-                type(t) is cst.Comparison
-                and ctx.kind(t) == "SB"
-                and not _against_zero_or_one(t)
-                and not _reads_range_counter(t, ctx)
-                and not _static_sizes_only(t, ctx)
-            ):
-                ctx.report(self, t, "branch on a tensor's size: Dynamo guards on it, and calls where it "
-                           "comes out the other way compile another graph")
+            with contextlib.ExitStack() as stack:
+                for test, held in known:
+                    stack.enter_context(ctx.assuming(test, held))
+                self._check_operand(t, ctx)
+
+    def _check_operand(self, t: cst.BaseExpression, ctx: RuleContext) -> None:
+        if type(t) is cst.Call and ctx.kind(t) == "SB" and not _static_sizes_only(t, ctx):
+            # `(n / k).is_integer()` (reformer-pytorch's padding helper): Dynamo guards on the
+            # exact size, so every new length compiles again
+            ctx.report(self, t, "test on a tensor's size: Dynamo guards on it, and calls where it comes out "
+                       "the other way compile another graph")
+        elif (
+            type(t) is cst.Comparison
+            and ctx.kind(t) == "SB"
+            and not _against_zero_or_one(t)
+            and not _reads_range_counter(t, ctx)
+            and not _static_sizes_only(t, ctx)
+        ):
+            ctx.report(self, t, "branch on a tensor's size: Dynamo guards on it, and calls where it "
+                       "comes out the other way compile another graph")
 
     invalid = (
         Example(
@@ -123,6 +132,23 @@ class ShapeBranch(Rule):
         ),
     )
     valid = (
+        Example(
+            # ultralytics' segmentation loss: `len()` of what an isinstance test made a tuple.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, preds: dict[str, torch.Tensor]):
+                    proto = preds["proto"]
+                    if isinstance(proto, tuple) and len(proto) == 2:
+                        proto, semantic = proto
+                    return proto * 2
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="({'proto': torch.randn(3, 4)},)",
+            inputs2="({'proto': torch.randn(6, 4)},)",
+        ),
         Example(
             # pytorch-metric-learning's CrossBatchMemory: a miner (a submodule) returns a tuple
             # of index tensors, and `len()` tells which kind: no tensor's size is read.

@@ -193,6 +193,28 @@ class SizeLoop(Rule):
             inputs2="(torch.randn(6, 4),)",
         ),
         Example(
+            # ultralytics' make_anchors: its caller's annotation says tensor, the function itself
+            # tests for a list (and is given one): `len()` of a list of levels.
+            """
+            import torch
+            from torch import nn
+
+            def anchors(feats, strides):
+                out = []
+                for i in range(len(feats)):
+                    h = feats[i].shape[2] if isinstance(feats, list) else int(feats[i][0])
+                    out.append(torch.arange(h).float() * strides[i])
+                return torch.cat(out)
+
+            class M(nn.Module):
+                def forward(self, x: dict[str, torch.Tensor]):
+                    return anchors(x["feats"], (8, 16))
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="({'feats': [torch.randn(1, 3, 5, 7), torch.randn(1, 3, 9, 11)]},)",  # no two sizes alike
+            inputs2="({'feats': [torch.randn(1, 3, 6, 8), torch.randn(1, 3, 10, 12)]},)",
+        ),
+        Example(
             """
             import torch
 

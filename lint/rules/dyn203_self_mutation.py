@@ -61,6 +61,14 @@ def _converts_itself(value: cst.BaseExpression, attr: str, ctx) -> bool:
     )
 
 
+def _paired(target: cst.BaseExpression, value: cst.BaseExpression) -> list:
+    """(target, value) pairs of an assignment, item by item for `self.a, self.b = 0., x`."""
+    if type(target) in (cst.Tuple, cst.List) and type(value) in (cst.Tuple, cst.List) \
+            and len(target.elements) == len(value.elements):
+        return [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+    return [(target, value)]
+
+
 def _float_attrs(ctx) -> frozenset:
     """Attributes the method's class sets to a float literal in `__init__` (`self.nfe = 0.`)."""
     state = ctx.rule_state("DYN203")
@@ -73,11 +81,12 @@ def _float_attrs(ctx) -> frozenset:
                 init = next((f for f in cls.body.body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None)
                 if init is not None:
                     found = frozenset(
-                        t.target.attr.value
+                        target.attr.value
                         for line in init.body.body if type(line) is cst.SimpleStatementLine
-                        for small in line.body if type(small) is cst.Assign and type(small.value) is cst.Float
+                        for small in line.body if type(small) is cst.Assign
                         for t in small.targets
-                        if type(t.target) is cst.Attribute and type(t.target.value) is cst.Name and t.target.value.value == "self"
+                        for target, value in _paired(t.target, small.value)
+                        if type(value) is cst.Float and ctx.self_attr(target) is not None
                     )
                 break
         state[key] = found
