@@ -73,8 +73,9 @@ class FileAnalyzer:
         # the default): a call's value is then its arguments' kinds, not a tensor for all callers.
         self.passthrough: dict[str, tuple] = {}
         self.returns_tuple: dict[str, Optional[tuple]] = {}  # see FunctionContext.returned_tuple_kinds
-        # id of a function node -> its parameters only ever used as ints (`range(n)`, `n == 1`);
-        # ("size", id) -> those passed as sizes to `view` / `reshape` (inference.size_params).
+        # (scan, id of a function node) -> the parameters the scan finds: only ever used as ints
+        # (inference.int_only_params), passed as sizes (size_params), tested for a list
+        # (container_tested_params); see FunctionContext._params_by.
         self._int_only: dict = {}
         # The text `module` was parsed from, when known: lets positions and scans skip work.
         self.source: Optional[str] = None

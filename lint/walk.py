@@ -344,30 +344,26 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 self.env[star.name.value] = N
         self.tensor_params = frozenset(name for name in self.param_slots if self.env.get(name) in TENSORISH)
 
+    def _params_by(self, scan) -> frozenset:
+        """`scan(self.fn)`, once per function and scan (the probe passes and the final walk ask)."""
+        key = (scan, id(self.fn))
+        found = self.fa._int_only.get(key)
+        if found is None:
+            found = self.fa._int_only[key] = scan(self.fn)
+        return found
+
     def _int_only_params(self) -> frozenset:
         """Parameters of this function whose every use is one only an int has here: an argument
         of `range()`, compared with int literals, a `dim=` / `axis=` keyword, an index of
         `.shape`. A tensor used so would break the graph on every call, so code that runs
         compiled does not do it: such a parameter is a Python number."""
-        key = id(self.fn)
-        found = self.fa._int_only.get(key)
-        if found is None:
-            found = self.fa._int_only[key] = int_only_params(self.fn)
-        return found
+        return self._params_by(int_only_params)
 
     def _container_tested_params(self) -> frozenset:
-        key = ("container", id(self.fn))
-        found = self.fa._int_only.get(key)
-        if found is None:
-            found = self.fa._int_only[key] = container_tested_params(self.fn)
-        return found
+        return self._params_by(container_tested_params)
 
     def _size_params(self) -> frozenset:
-        key = ("size", id(self.fn))
-        found = self.fa._int_only.get(key)
-        if found is None:
-            found = self.fa._int_only[key] = size_params(self.fn)
-        return found
+        return self._params_by(size_params)
 
     def _walk_block(self, suite: cst.BaseSuite) -> bool:
         """Walk statements in order; returns True if the block surely left the function."""

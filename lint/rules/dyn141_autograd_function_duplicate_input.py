@@ -28,6 +28,8 @@ or modifies one in place sees two tensors (no fix is offered in a file that call
 `ctx.mark_dirty`).
 """
 
+from typing import Optional
+
 import libcst as cst
 
 from ..nodes import dotted
@@ -55,6 +57,15 @@ def is_autograd_function(classes: dict, qualname: str) -> bool:
     return False
 
 
+def applied_function(node: cst.Call, ctx: RuleContext) -> Optional[str]:
+    """The class of `MyFunction.apply(...)` when it is a custom autograd.Function of this file."""
+    func = node.func
+    if not (type(func) is cst.Attribute and func.attr.value == "apply"):
+        return None
+    owner = ctx.qualname(func.value)
+    return owner if owner is not None and is_autograd_function(ctx.file_classes, owner) else None
+
+
 class AutogradFunctionDuplicateInput(Rule):
     code = "DYN141"
     name = "autograd-function-duplicate-input"
@@ -67,12 +78,9 @@ class AutogradFunctionDuplicateInput(Rule):
     fixable = "unsafe"
 
     def check(self, node: cst.Call, ctx: RuleContext) -> None:
+        if applied_function(node, ctx) is None:
+            return
         func = node.func
-        if not (type(func) is cst.Attribute and func.attr.value == "apply"):
-            return
-        owner = ctx.qualname(func.value)
-        if owner is None or not is_autograd_function(ctx.file_classes, owner):
-            return
         seen = set()
         for arg in node.args:
             if arg.keyword is not None or arg.star:

@@ -38,7 +38,7 @@ import libcst as cst
 
 from ..fastcst import iter_nodes
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
-from .dyn141_autograd_function_duplicate_input import is_autograd_function
+from .dyn141_autograd_function_duplicate_input import applied_function
 
 
 def classmethod_methods(module: cst.Module, qualname: str) -> list:
@@ -75,11 +75,8 @@ class AutogradFunctionClassmethod(Rule):
     node_types = (cst.Call,)
 
     def check(self, node: cst.Call, ctx: RuleContext) -> None:
-        func = node.func
-        if not (type(func) is cst.Attribute and func.attr.value == "apply"):
-            return
-        owner = ctx.qualname(func.value)
-        if owner is None or not is_autograd_function(ctx.file_classes, owner):
+        owner = applied_function(node, ctx)
+        if owner is None:
             return
         methods = classmethod_methods(ctx.module, owner)
         if not methods:
