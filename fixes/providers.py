@@ -22,6 +22,7 @@ from .experts import expert_loop_fix
 from .full_fill import new_full_fix
 from .guard import guard_fix
 from .layer_drop import layer_drop_fix
+from .list_comprehension import list_of_generator_fix
 from .masking import mask_fix, mask_update_fix
 from .module_to import module_to_fix
 from .numpy_math import numpy_math_fix
@@ -38,6 +39,7 @@ PROVIDERS = {
     "debugger": debugger_fix,  # DYN102
     "compile_default": compile_default_fix,  # DYN107
     "numpy_math": numpy_math_fix,  # DYN106
+    "list_of_generator": list_of_generator_fix,  # DYN113
     "item": item_fix,  # DYN110
     "python_math": python_math_fix,  # DYN110
     "new_full": new_full_fix,  # DYN110

@@ -21,6 +21,7 @@ RULE_MODULES = (
     "dyn110_item",
     "dyn111_tolist",
     "dyn112_str_of_tensor",
+    "dyn113_min_max_of_tuples",
     "dyn120_tensor_control_flow",
     "dyn121_data_dependent_loop",
     "dyn130_dynamic_shape_op",

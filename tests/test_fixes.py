@@ -3525,3 +3525,33 @@ def test_an_emptiness_test_with_an_else_stays_around_the_dense_dispatch():
     result = _dispatch("if mask.any():\n    out[mask] = expert(x[mask])\nelse:\n    out = out + 1")
     assert "if mask.any():\n                out.copy_(torch.where(" in result.text, result.text
     assert [f.code for f in result.remaining] == ["DYN120"], result.remaining
+
+
+def test_min_of_a_generator_of_tuples_becomes_a_list_comprehension():
+    # pykeen's contraction planning; the generator's own parentheses become the brackets.
+    assert_fixes(
+        """
+        import torch
+
+        @torch.compile
+        def f(x, orders):
+            cost, order = min(
+                (sum(order), order)
+                for order in orders
+            )
+            a = max(((i, -i) for i in range(3)))
+            return x * cost + a[0]
+        """,
+        """
+        import torch
+
+        @torch.compile
+        def f(x, orders):
+            cost, order = min(
+                [(sum(order), order)
+                for order in orders]
+            )
+            a = max([(i, -i) for i in range(3)])
+            return x * cost + a[0]
+        """,
+    )
