@@ -78,6 +78,12 @@ class ClassResolver:
         self._module_cache[cls] = result
         return result
 
+    def _wraps_module_call(self, qual: str) -> bool:
+        info = self.functions.get(qual)
+        return info is not None and any(
+            tuple(e[:2]) in (("super", "__call__"), ("super", "forward"), ("self", "forward")) for e in info.edges
+        )
+
     def _derives_from_torch_nn(self, cls: str) -> bool:
         """A class of the linted files with a `torch.nn` class among its bases' bases."""
         todo, seen = [self._own(cls)], set()
@@ -385,7 +391,10 @@ class Project(ClassResolver):
                 # Only a class known to derive from torch.nn: a base from outside the linted
                 # files counts as a module for `forward`, but not here (transformers' feature
                 # extractors and processors define `__call__` and are no modules).
-                if "__call__" in self.classes[cls].methods and self._derives_from_torch_nn(cls):
+                # And only a `__call__` that goes on to the module call (`super().__call__(...)`,
+                # `self.forward(...)`): ultralytics' `Model.__call__` is its predict API instead.
+                if "__call__" in self.classes[cls].methods and self._wraps_module_call(f"{cls}.__call__") \
+                        and self._derives_from_torch_nn(cls):
                     roots.append(f"{cls}.__call__")
         for f in self.functions.values():
             if f.compile_root:

@@ -109,6 +109,26 @@ def test_a_modules_own_call_override_is_a_compile_root(tmp_path):
         },
     )
     assert found == [("m.py", 11, "DYN110")]
+    # A `__call__` that is an API of its own (ultralytics' `Model.__call__` runs `predict`, with
+    # its downloads and logging) never reaches the module call: no root.
+    found = lint_tree(
+        tmp_path,
+        {
+            "m.py": """
+                import logging
+                from torch import nn
+
+                class Model(nn.Module):
+                    def __call__(self, source=None):
+                        return self.predict(source)
+
+                    def predict(self, source):
+                        logging.warning("predicting")
+                        return source
+            """,
+        },
+    )
+    assert found == []
 
 
 def test_training_step_and_data_code_are_not_reported(tmp_path):
