@@ -894,7 +894,17 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         if static is False:
             self._visit(node.orelse)
             return False
-        return True
+        inside, outside = self._isinstance_narrowing(node.test)
+        if not inside and not outside:
+            return True
+        # `feats[i].shape[2:] if isinstance(feats, list) else int(feats[i][0])`: each side with
+        # what the test settles for it.
+        self._visit(node.test)
+        with self.assuming(node.test, holds=True):
+            self._visit(node.body)
+        with self.assuming(node.test, holds=False):
+            self._visit(node.orelse)
+        return False
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
         # One memo per outermost `and` / `or` (the stack's top is node itself): the nodes of an

@@ -193,6 +193,24 @@ class ItemCall(Rule):
 
     invalid = (
         Example(
+            # ultralytics' make_anchors on its export path: the sizes come as a tensor, read
+            # where the test says the value is no list.
+            """
+            import torch
+            from torch import nn
+
+            def sizes(feats):
+                return feats[0].shape[2:] if isinstance(feats, list) else (int(feats[0][0]), int(feats[0][1]))  # expect: DYN110, DYN110
+
+            class M(nn.Module):
+                def forward(self, x: dict[str, torch.Tensor]):
+                    h, w = sizes(x["feats"])
+                    return x["feats"] * h * w
+            """,
+            dynamo=BREAKS,
+            inputs="({'feats': torch.tensor([[3, 4]])},)",
+        ),
+        Example(
             # mace's conditional Huber loss: the deltas are rows of a tensor.
             """
             import torch

@@ -202,7 +202,7 @@ class SizeLoop(Rule):
             def anchors(feats, strides):
                 out = []
                 for i in range(len(feats)):
-                    h = feats[i].shape[2] if isinstance(feats, list) else int(feats[i][0])
+                    h = feats[i].shape[2] if isinstance(feats, list) else feats.shape[2]
                     out.append(torch.arange(h).float() * strides[i])
                 return torch.cat(out)
 
