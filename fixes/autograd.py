@@ -59,12 +59,10 @@ def function_staticmethod_fix(ctx: RuleContext, methods: list, code: str = "DYN1
         for fn in fixable:
             decorator = next(d for d in fn.decorators if type(d.decorator) is cst.Name and d.decorator.value == "classmethod")
             edits.append(replace_node(positions, decorator.decorator, "staticmethod"))
-            first, second = fn.params.params[0], (fn.params.params[1:] or [None])[0]
-            start = positions[first].start
-            if second is not None:
-                end = positions[second].start
-            else:  # `cls` alone: drop it with its comma
-                end = positions[first].end
+            params = fn.params.params
+            start = positions[params[0]].start
+            # up to the next parameter: `cls` goes with its comma (alone, with itself)
+            end = positions[params[1]].start if len(params) > 1 else positions[params[0]].end
             edits.append(Edit("", start.line, start.column + 1, end.line, end.column + 1))
         names = " and ".join(f"`{m.name.value}`" for m in fixable)
         return make_fix(SAFE, f"Declare {names} `@staticmethod` without `cls` (Dynamo binds `cls` wrongly and breaks)", edits)

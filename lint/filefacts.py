@@ -4,6 +4,7 @@ cheap probe passes first, then the one that runs the rules; findings get their p
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional
 
@@ -20,7 +21,7 @@ from .nodes import dotted, iter_code_nodes
 from .options import AnalyzerOptions
 from .parsing import module_scans
 from .summary import ClassInfo, FileSummary, FunctionInfo
-from .walk import FunctionContext
+from .walk import _LITERAL_DEFAULTS, FunctionContext, _combine_truth, _is_logical
 
 
 class FileAnalyzer:
@@ -636,20 +637,16 @@ def _is_abstract(fn: cst.FunctionDef) -> bool:
     return type(exc) is cst.Name and exc.value == "NotImplementedError"
 
 
-_LITERALS = {"None": None, "True": True, "False": False}
-
-
 def _literal(node: cst.BaseExpression, defaults: dict):
     """(known, value) of a literal or of a parameter with a literal default."""
     if type(node) is cst.Name:
         if node.value in defaults:
             return True, defaults[node.value]
-        if node.value in _LITERALS:
-            return True, _LITERALS[node.value]
+        if node.value in _LITERAL_DEFAULTS:
+            return True, _LITERAL_DEFAULTS[node.value]
         return False, None
     if type(node) in (cst.Integer, cst.Float, cst.SimpleString):
         try:
-            import ast
             return True, ast.literal_eval(node.value)
         except (ValueError, SyntaxError):
             return False, None
@@ -658,14 +655,9 @@ def _literal(node: cst.BaseExpression, defaults: dict):
 
 def _test_under_defaults(test: cst.BaseExpression, defaults: dict):
     """The value of an `if` test over parameters left at their literal defaults, or None."""
-    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        v = _test_under_defaults(test.expression, defaults)
-        return None if v is None else not v
-    if type(test) is cst.BooleanOperation:
-        a, b = _test_under_defaults(test.left, defaults), _test_under_defaults(test.right, defaults)
-        if type(test.operator) is cst.And:
-            return False if False in (a, b) else (True if a is True and b is True else None)
-        return True if True in (a, b) else (False if a is False and b is False else None)
+    if _is_logical(test):
+        operands = (test.left, test.right) if type(test) is cst.BooleanOperation else (test.expression,)
+        return _combine_truth(test, [_test_under_defaults(o, defaults) for o in operands])
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         (ka, a), (kb, b) = _literal(test.left, defaults), _literal(test.comparisons[0].comparator, defaults)
         if not (ka and kb):

@@ -86,17 +86,7 @@ class ClassResolver:
 
     def _derives_from_torch_nn(self, cls: str) -> bool:
         """A class of the linted files with a `torch.nn` class among its bases' bases."""
-        todo, seen = [self._own(cls)], set()
-        while todo:
-            c = todo.pop()
-            if c in seen or len(seen) > 50:
-                continue
-            seen.add(c)
-            if c.startswith("torch.nn."):
-                return True
-            if self._is_class(c):
-                todo.extend(self.canonical(b) for b in self.classes[c].bases)
-        return False
+        return any(self.canonical(b).startswith("torch.nn.") for c in self.mro(cls) for b in self.classes[c].bases)
 
     def _base_is_module(self, base: str, depth: int) -> bool:
         b = self.canonical(base)

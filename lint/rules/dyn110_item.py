@@ -124,13 +124,6 @@ def _number_arguments(node: cst.Call, params: dict) -> list:
     return out
 
 
-def _fill_value(node: cst.Call):
-    for i, arg in enumerate(node.args):
-        if arg.keyword is not None and arg.keyword.value == "fill_value" or arg.keyword is None and i == 1:
-            return arg.value
-    return None
-
-
 class ItemCall(Rule):
     code = "DYN110"
     name = "tensor-to-python-scalar"
@@ -155,7 +148,7 @@ class ItemCall(Rule):
                          "tensor or return it")
             return
         if type(func) is cst.Attribute and func.attr.value == "new_full" and ctx.is_tensor(func.value):
-            fill = _fill_value(node)
+            fill = next((value for _, value in _number_arguments(node, {"fill_value": 1})), None)
             if fill is not None and ctx.is_definite_tensor(fill):
                 # ultralytics' make_anchors: `feats[0].new_full((h * w, 1), stride)` with a row of
                 # the strides tensor, in a loop: Dynamo gives up on the whole function.
