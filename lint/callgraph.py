@@ -200,6 +200,15 @@ class CallEdges:
         refs = (value.body, value.orelse) if type(value) is cst.IfExp else (value,)
         return [("self", attr) for attr in map(self.self_attr, refs) if attr is not None and self._own_method(attr)]
 
+    def _sole_method_edge(self, meth: str) -> Optional[tuple]:
+        """`block.backward_pass(y, dy)` on a local in a custom autograd function (a reversible
+        network's backward, looping over `ctx.blocks`): the method of that name, where one class
+        of the file defines it (Dynamo traces the backward, and the method with it)."""
+        if meth.startswith("__") or meth in ("forward", "backward", "apply"):
+            return None
+        owners = self.fa.method_owners().get(meth, ())
+        return ("name", f"{owners[0]}.{meth}") if len(owners) == 1 else None
+
     def _own_method(self, attr: str) -> bool:
         return self.class_info is not None and attr in self.class_info.methods
 
@@ -235,6 +244,8 @@ class CallEdges:
                 head = q.split(".")[0]
                 if head in self.fa.summary.imports.values() or "." in q:
                     return ("name", q)
+            if q is None and self.in_autograd_function and type(recv) is cst.Name:
+                return self._sole_method_edge(meth)
             return None
         if type(func) is cst.Subscript:
             ref = self._submodule_list_ref(func.value)

@@ -69,6 +69,8 @@ class FileAnalyzer:
         # classes of this file deriving from torch.autograd.Function: their `forward(ctx, ...)`
         # runs from `.apply(...)` (lint.regions), with `ctx` no tensor and no module's forward.
         self.autograd_functions: set[str] = set()
+        self.class_decorators: dict[str, tuple] = {}  # class -> its decorators, where it has some
+        self._method_owners: Optional[dict] = None
         # function qualname -> the parameters some `return` gives back as they came in
         # (`def default(val, d): return val if exists(val) else d`), as (position, name, kind of
         # the default): a call's value is then its arguments' kinds, not a tensor for all callers.
@@ -379,6 +381,8 @@ class FileAnalyzer:
         methods = [s.name.value for s in body if type(s) is cst.FunctionDef]
         info = ClassInfo(qualname=qual, bases=bases, methods=methods)
         self.summary.classes[qual] = info
+        if node.decorators:
+            self.class_decorators[qual] = node.decorators
         if any(b in K.AUTOGRAD_FUNCTION_BASES or b in self.autograd_functions for b in bases):
             self.autograd_functions.add(qual)
         self.tensor_attrs[qual] = set()
@@ -487,6 +491,16 @@ class FileAnalyzer:
     # -- reporting --------------------------------------------------------------------------
     def add_finding(self, node: cst.CSTNode, code: str, message: str, scope: str, data: dict, fix) -> None:
         self.pending.append((node, code, message, data, fix, scope))
+
+    def method_owners(self) -> dict:
+        """Method name -> the file's classes defining it (built on first use)."""
+        if self._method_owners is None:
+            owners: dict = {}
+            for qual, info in self.summary.classes.items():
+                for meth in info.methods:
+                    owners.setdefault(meth, []).append(qual)
+            self._method_owners = owners
+        return self._method_owners
 
     def note_part(self, fn: cst.FunctionDef, stmt: Optional[cst.CSTNode]) -> None:
         """The statement of `fn`'s body whose walk reported (None: not known, so the whole

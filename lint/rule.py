@@ -139,6 +139,10 @@ class RuleContext(Protocol):
         """Module-level names bound to threading locks."""
 
     @property
+    def class_decorators(self) -> "tuple[cst.Decorator, ...]":
+        """The decorators of the method's class (none for a plain function)."""
+
+    @property
     def file_classes(self) -> "Mapping[str, ClassInfo]":
         """The classes the file defines, by qualified name (their bases and methods)."""
 

@@ -257,6 +257,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         # positioned by those statements when they can be (`FileAnalyzer.note_part`).
         self._entry_facts = self._facts_at_entry()
         self._defaults_held = self._defaults_left_by_callers()
+        self._dispatch(self.fn)  # rules on the function itself: its decorators and signature
         for stmt in body.body:
             self._part = stmt
             exits = self._walk_stmt(stmt)
@@ -722,6 +723,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     @property
     def file_classes(self) -> dict:
         return self.fa.summary.classes
+
+    @property
+    def class_decorators(self) -> tuple:
+        return self.fa.class_decorators.get(self.cls, ()) if self.cls is not None else ()
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         self._visit(node.value)

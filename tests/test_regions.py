@@ -660,3 +660,55 @@ def test_a_method_taken_as_a_value_is_followed(tmp_path):
         },
     )
     assert sorted(found) == [("model.py", 6, "DYN101"), ("model.py", 10, "DYN101")]
+
+
+def test_a_method_called_on_a_local_in_a_custom_autograd_backward_is_followed(tmp_path):
+    # A reversible network (h-transformer-1d, sinkhorn-transformer): the Function's backward
+    # loops over `ctx.blocks` and calls `block.backward_pass(...)`; Dynamo traces it with the
+    # backward, and breaks at its `requires_grad` setter. The method name is the file's only one.
+    source = """
+        import torch
+        from torch import nn
+        from torch.autograd.function import Function
+
+        class Block(nn.Module):
+            def forward(self, x):
+                return x * 2
+
+            def backward_pass(self, y, dy):
+                with torch.enable_grad():
+                    y.requires_grad = True
+                    torch.autograd.backward(y * 2, dy)
+                return y, dy
+
+            def {other}(self, y):
+                y.requires_grad = True
+
+        class RevFn(Function):
+            @staticmethod
+            def forward(ctx, x, blocks):
+                ctx.blocks = blocks
+                return x
+
+            @staticmethod
+            def backward(ctx, dy):
+                y = dy
+                for block in ctx.blocks[::-1]:
+                    y, dy = block.backward_pass(y, dy)
+                return dy, None
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return RevFn.apply(x, self.blocks)
+    """
+    found = lint_tree(tmp_path, {"rev.py": source.replace("{other}", "unused")})
+    assert ("rev.py", 12, "DYN140") in found and ("rev.py", 13, "DYN143") in found
+    assert not [f for f in found if f[1] == 17], found  # a method nothing calls stays out
+    # Two classes defining the method: the receiver could be either, so nothing is followed.
+    twice = source.replace("{other}", "unused") + textwrap.indent(textwrap.dedent("""
+        class Other(nn.Module):
+            def backward_pass(self, y, dy):
+                y.requires_grad = True
+    """), "        ")
+    found = lint_tree(tmp_path, {"rev.py": twice})
+    assert not [f for f in found if f[2] in ("DYN140", "DYN143")], found
