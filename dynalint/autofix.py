@@ -66,6 +66,7 @@ class FixOutcome:
     fixed: list[Finding] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # fixes left out: their rewrite would not parse
     diff_text: str = ""
     written: list[str] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)  # with diff: path -> fixed text, nothing written
@@ -162,6 +163,7 @@ def fix_paths(files, summaries, findings: list[Finding], config, unsafe: bool = 
             outcome.remaining += mine
             continue
         outcome.errors += result.errors
+        outcome.skipped += result.skipped
         outcome.remaining += result.remaining
         if not result.changed:
             continue

@@ -10,7 +10,7 @@ from typing import Optional
 
 import click
 
-from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
+from dynalint.console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, warning
 
 from dynalint.run import engine
 from dynalint.config import DEFAULT_EXCLUDE, Config, ConfigError, resolve_config
@@ -150,6 +150,8 @@ def _check_stdin(opts: CheckOptions, config: Config):
     result = fix_source(text, name, config, unsafe=opts.unsafe_fixes)
     for e in result.errors:
         error(e)
+    for w in result.skipped:
+        warning(w)
     if opts.diff:
         sys.stdout.write(result.diff(name))
         return EXIT_FINDINGS if result.changed else EXIT_CLEAN
@@ -195,6 +197,8 @@ def run_check(opts: CheckOptions) -> int:
             summaries = analyze_files(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
             findings = select_findings(summaries, config)
             outcome = fix_paths(files, summaries, findings, config, unsafe=opts.unsafe_fixes, diff=opts.diff)
+            for w in outcome.skipped:
+                warning(w)
             if opts.diff:
                 sys.stdout.write(outcome.diff_text)
                 if outcome.errors:

@@ -11,6 +11,11 @@ import click
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
+def warning(message: str) -> None:
+    """`dynalint: warning: MESSAGE` on stderr: something was skipped, the run went on."""
+    click.echo(f"dynalint: warning: {message}", err=True)
+
+
 def error(message: str) -> None:
     """`dynalint: error: MESSAGE` on stderr."""
     click.echo(f"dynalint: error: {message}", err=True)

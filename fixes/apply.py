@@ -37,6 +37,8 @@ class FixResult:
     fixed: list[Finding] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # Fixes left out because their rewrite would not parse (the file is fixed without them).
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -198,9 +200,9 @@ def _apply_parsing(result: FixResult, todo: list[Finding], rejected: set, parses
             good.append(f)
         else:
             rejected.add((f.code, _fix_id(f)))
-            msg = f"fix for {f.code} at {f.filename}:{f.row}:{f.column} would not parse; dropped"
-            if msg not in result.errors:
-                result.errors.append(msg)
+            msg = f"fix for {f.code} at {f.filename}:{f.row}:{f.column} skipped: its rewrite would not parse"
+            if msg not in result.skipped:
+                result.skipped.append(msg)
     # Each one parses alone; keep the largest prefix that also parses together.
     kept: list[Finding] = []
     for f in good:

@@ -53,6 +53,7 @@ from .base import atom_text, class_methods, guarded, make_fix, single_small_stat
 from .imports import torch_reference
 from .mask_guard import _tested_mask, unwrapped_if
 from .purity import pure
+from .where import may_blow_up
 from .statements import string_continuation_rows
 
 # Calls whose output shape depends on values: any left in the chain keeps a break (and would make
@@ -177,6 +178,11 @@ def _plan(ctx, info, fn, body: list, mask: str, stmt, whole: bool):
     for name in bound:
         if any(id(n) not in inside for n in variable_reads(fn, name)):
             return None
+    # Run on every row, a `log` / `sqrt` / division of a row the mask leaves out can be infinite:
+    # `torch.where` keeps the right values, but its gradient there is 0 times infinity, NaN
+    # (nflows' LogTanh: `out[m] = log(x[m])` with a 0 in x). The fix is not offered.
+    if any(may_blow_up(single_small_statement(s).value) for s in chain):
+        return None
     selections = []
     for s in chain:
         value = single_small_statement(s).value

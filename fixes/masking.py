@@ -41,7 +41,7 @@ from dynalint.lint.variables import variable_names
 from .base import SourceInfo, atom_text, guarded, make_fix, replace_node, source_info
 from .imports import torch_reference
 from .purity import is_number, pure
-from .where import occurs_in
+from .where import may_blow_up, occurs_in
 
 ELEMENTWISE = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
@@ -165,9 +165,10 @@ def mask_update_fix(ctx: RuleContext, node: cst.Subscript, code: str = "DYN130")
     Offered when x and v are side-effect free (x is evaluated three times), the operator is one of
     `+= -= *= /=`, and v neither reads x nor selects by a mask itself: its shape then does not
     depend on the number of selected elements, so where it broadcasts against `x[mask]` it
-    broadcasts against x alike. Unsafe: `x op v` is computed for every element (an overflow or
-    a division by zero in the unselected ones is discarded, but is computed), and the float
-    results are those of the same operation, so equal."""
+    broadcasts against x alike. Not offered for a division by a tensor or an update calling
+    `log` / `sqrt` and their kin: computed for every element, an infinite value where the mask is
+    not set is discarded from the values but makes the gradient there NaN. Unsafe: `x op v` is
+    computed for every element, and the float results are those of the same operation, so equal."""
     info = source_info(ctx.module, ctx.fn)
     aug = info.parent(node)
     if not (isinstance(aug, cst.AugAssign) and aug.target is node and type(aug.operator) in _AUGMENTED):
@@ -181,6 +182,10 @@ def mask_update_fix(ctx: RuleContext, node: cst.Subscript, code: str = "DYN130")
     if not (pure(values, ctx) and pure(mask, ctx) and pure(update, ctx)):
         return None
     if occurs_in(values, update) or _selects(update, ctx):
+        return None
+    if may_blow_up(update) or (type(aug.operator) is cst.DivideAssign and not is_number(update)):
+        # Computed for every element, an infinite value where the mask is not set gives NaN
+        # gradients through `torch.where` (0 times infinity), though the values stay right.
         return None
     same_shape = _elementwise_mask_of(ctx, mask, values)
     mask_name = None

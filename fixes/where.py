@@ -76,7 +76,7 @@ _BLOWS_UP = frozenset(
 )
 
 
-def _may_blow_up(node: cst.CSTNode) -> bool:
+def may_blow_up(node: cst.CSTNode) -> bool:
     """A division by something other than a number, or a call with a pole (`log`, `sqrt`, ...)."""
     for n in iter_nodes(node):
         if type(n) is cst.BinaryOperation and type(n.operator) in (cst.Divide, cst.FloorDivide, cst.Modulo):
@@ -143,7 +143,7 @@ def _plan(info: SourceInfo, ctx: RuleContext, reported: cst.BaseExpression) -> O
     # where it is inf (`num / denom` with `denom == 0`, `log(0)`), 0 * inf gives NaN gradients
     # (pytorch-metric-learning's `0 if s.sum() == 0 else num / denom`), poisoning training while
     # the forward value is right. Such branches are left to a human (a safe denominator).
-    if any(_may_blow_up(x) for x in nodes):
+    if any(may_blow_up(x) for x in nodes):
         return None
     if negated:
         a, b = b, a

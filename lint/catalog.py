@@ -23,6 +23,7 @@ RULE_MODULES = (
     "dyn112_str_of_tensor",
     "dyn113_min_max_of_tuples",
     "dyn114_runtime_type_checker",
+    "dyn115_check_message_not_callable",
     "dyn120_tensor_control_flow",
     "dyn121_data_dependent_loop",
     "dyn130_dynamic_shape_op",

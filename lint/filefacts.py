@@ -479,7 +479,7 @@ class FileAnalyzer:
             q = self.qualname(expr.func if type(expr) is cst.Call else expr)
             if q in K.COMPILE_DECORATORS:
                 info.compile_root = True
-            if q in K.DISABLE_DECORATORS:
+            if q in K.DISABLE_DECORATORS or (q is not None and q.rpartition(".")[2] in K.CUSTOM_OP_REGISTRATIONS):
                 info.disabled = True
             # functools.partial(torch.compile, ...) style decorators are rare enough to skip.
         self.summary.functions[qual] = info

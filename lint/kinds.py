@@ -179,8 +179,19 @@ DISABLE_DECORATORS = frozenset(
         "torch._disable_dynamo",
         "torch._dynamo.skip",
         "torch.jit.unused",
+        # A custom operator is one opaque node of the graph: Dynamo never traces its body, nor
+        # the kernels and fake implementations registered for it.
+        "torch.library.custom_op",
+        "torch._library.custom_ops.custom_op",
+        "torch.library.triton_op",
+        "torch.library.impl",
+        "torch.library.register_kernel",
+        "torch.library.register_fake",
+        "torch.library.impl_abstract",
     }
 )
+# `@my_op.register_fake`, `@my_op.register_kernel("cpu")`: what a custom operator object registers.
+CUSTOM_OP_REGISTRATIONS = frozenset({"register_fake", "register_kernel", "register_autograd", "register_torch_dispatch", "register_vmap"})
 COMPILE_DECORATORS = frozenset({"torch.compile", "torch._dynamo.optimize"})
 # Recurrent modules Dynamo refuses (unless `allow_rnn`), and the bases that make a class one.
 RNN_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})

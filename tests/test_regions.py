@@ -712,3 +712,51 @@ def test_a_method_called_on_a_local_in_a_custom_autograd_backward_is_followed(tm
     """), "        ")
     found = lint_tree(tmp_path, {"rev.py": twice})
     assert not [f for f in found if f[2] in ("DYN140", "DYN143")], found
+
+
+def test_custom_operator_bodies_are_not_compiled_code(tmp_path):
+    # Dynamo puts a custom op in the graph as one node: its body and its fake implementation
+    # never run under Dynamo (torch-harmonics' attention kernels). Probed: only line 17 breaks.
+    found = lint_tree(tmp_path, {"ops.py": """
+        import torch
+        from torch import nn
+
+        @torch.library.custom_op("mylib::gather_rows", mutates_args=())
+        def gather_rows(x: torch.Tensor, off: torch.Tensor) -> torch.Tensor:
+            n = int(off[0])
+            return x[:n].clone()
+
+        @gather_rows.register_fake
+        def _(x, off):
+            n = int(off[0])
+            return x[:n].clone()
+
+        class M(nn.Module):
+            def forward(self, x, off: torch.Tensor):
+                return gather_rows(x, off) + int(off[1])
+    """})
+    assert found == [("ops.py", 17, "DYN110")], found
+
+
+def test_a_function_picked_into_a_local_is_followed(tmp_path):
+    # torch-audiomentations' `shift = shift_gpu if ... else shift_cpu`, nflows' `spline_fn = ...`
+    found = lint_tree(tmp_path, {"alias.py": """
+        import torch
+        from torch import nn
+
+        def shift_gpu(x, n):
+            return torch.roll(x, n, -1)
+
+        def shift_cpu(x, n):
+            k = int(n.item())
+            return torch.roll(x, k, -1)
+
+        def unused(n):
+            return n.item()
+
+        class Shift(nn.Module):
+            def forward(self, x: torch.Tensor, n: torch.Tensor):
+                shift = shift_gpu if x.is_cuda else shift_cpu
+                return shift(x, n)
+    """})
+    assert found == [("alias.py", 9, "DYN110")], found

@@ -125,6 +125,30 @@ UNTRACEABLE = frozenset(
         "torch.utils.checkpoint.checkpoint_sequential",
     }
 )
+# NumPy functions torch._numpy does not implement: Dynamo breaks at the call ("attempted to trace
+# numpy function unsupported by PyTorch"), whatever the arguments (constants too). Measured on
+# torch 2.13.0 and 2.14.1 by `python bench/probe_numpy.py`, which calls each on an array in a
+# `fullgraph=True` function (the names numpy has and torch._numpy lacks, less those that traced).
+NUMPY_UNSUPPORTED = frozenset(
+    """
+    apply_along_axis apply_over_axes argpartition array2string array_repr array_str asanyarray
+    asarray_chkfinite asfortranarray asmatrix astype base_repr binary_repr bitwise_count block
+    bmat busday_count busday_offset compress cumulative_prod cumulative_sum datetime_as_string
+    datetime_data delete digitize ediff1d einsum_path extract format_float_positional
+    format_float_scientific frexp frombuffer fromfile fromfunction fromiter frompyfunc
+    fromregex fromstring genfromtxt get_include get_printoptions getbufsize geterr geterrcall
+    histogram_bin_edges info insert interp intersect1d is_busday isdtype isfortran isin isnat
+    iterable ix_ lexsort load loadtxt mask_indices matrix_transpose matvec may_share_memory
+    mintypecode nanargmax nanargmin nancumprod nancumsum nanmax nanmean nanmedian nanmin
+    nanpercentile nanprod nanquantile nanstd nansum nanvar nested_iters packbits partition
+    piecewise place poly polyadd polyder polydiv polyfit polyint polymul polysub polyval
+    printoptions promote_types putmask ravel_multi_index require roots save savetxt savez
+    savez_compressed select set_printoptions setbufsize setdiff1d seterr seterrcall setxor1d
+    shares_memory show_config show_runtime sort_complex spacing test trapezoid trim_zeros
+    typename union1d unique_all unique_counts unique_inverse unique_values unpackbits
+    unravel_index unstack unwrap vecdot vecmat
+    """.split()
+)
 # Sparse tensors: torch.compile does not support them ("Attempted to wrap sparse Tensor"); the
 # functions that make or take them, and the methods only a sparse tensor (or making one) has.
 SPARSE_FUNCTIONS = frozenset(
@@ -358,7 +382,8 @@ class UntraceableCall(Rule):
                                    f"graph there (traced from {since[0]}.{since[1]}); use `torch.rand` or call it outside "
                                    "the compiled region", fix=fix)
             return
-        untraced_numpy = q.startswith("numpy.random.") and q.count(".") == 2 and q.rsplit(".", 1)[1] not in NUMPY_RANDOM_TRACED
+        untraced_numpy = (q.startswith("numpy.random.") and q.count(".") == 2 and q.rsplit(".", 1)[1] not in NUMPY_RANDOM_TRACED) \
+            or (q.startswith("numpy.") and q.count(".") == 1 and q[6:] in NUMPY_UNSUPPORTED)
         if q in UNTRACEABLE or untraced_numpy:
             ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo and breaks the graph; call it outside the compiled region")
         elif q.startswith("scipy."):
@@ -946,6 +971,20 @@ class UntraceableCall(Rule):
     else:
         invalid = invalid + (Example(_random_value.format(mark="  # expect: DYN105"), dynamo=BREAKS),)
         _random_value_examples = ()
+    # A NumPy function torch._numpy lacks (pytorch_wavelets' reflect padding): a break even on constants.
+    invalid = invalid + (Example(
+        """
+        import numpy as np
+        import torch
+
+        @torch.compile
+        def f(x):
+            y = x.sin()
+            edges = np.asanyarray([1.0, 2.0])  # expect: DYN105
+            return y + edges.sum()
+        """,
+        dynamo=BREAKS,
+    ),)
     valid = (
         Example(
             # vit-pytorch's CaiT keeps one layer: Dynamo draws `random.randrange` itself (2.13, 2.14.1).
