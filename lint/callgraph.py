@@ -199,15 +199,19 @@ class CallEdges:
         (`trunk_fn = self._checkpointed if self.use_checkpointing else self._trunk`, Enformer)."""
         refs = (value.body, value.orelse) if type(value) is cst.IfExp else (value,)
         edges = [("self", attr) for attr in map(self.self_attr, refs) if attr is not None and self._own_method(attr)]
-        # Functions picked into a local (`spline_fn = rational_quadratic if tails is None else
-        # unconstrained_rational_quadratic`, nflows; `shift = shift_gpu if cuda else shift_cpu`):
-        # a function of the file, or an imported lower-case name.
-        if type(value) is cst.IfExp:
-            for ref in refs:
-                if type(ref) is cst.Name and ref.value not in self.env and ref.value not in self.nested_defs:
-                    name = ref.value
-                    if name in self.fa.local_functions or (name in self.fa.summary.imports and not name[:1].isupper()):
-                        edges.append(("name", self.fa.resolve(name)))
+        # Functions picked into a local (`spline_fn = unconstrained_rational_quadratic_spline` in
+        # one branch, nflows; `shift = shift_gpu if cuda else shift_cpu`): a function of the file,
+        # or an imported lower-case name.
+        for ref in refs:
+            if type(ref) is cst.Name and ref.value not in self.env and ref.value not in self.nested_defs:
+                name = ref.value
+                if name in self.fa.local_functions or (name in self.fa.summary.imports and not name[:1].isupper()):
+                    edges.append(("name", self.fa.resolve(name)))
+            elif type(ref) is cst.Attribute and type(ref.value) is cst.Name and ref.value.value in self.fa.summary.imports \
+                    and ref.value.value not in self.env and not ref.attr.value[:1].isupper():
+                q = self.qualname(ref)  # `splines.quadratic_spline` of an imported module
+                if q is not None and not q.startswith(("torch.", "numpy.", "math.")):
+                    edges.append(("name", q))
         return edges
 
     def _sole_method_edge(self, meth: str) -> Optional[tuple]:

@@ -17,11 +17,12 @@ from . import kinds as K
 from .annotations import annotation_kind
 from .callgraph import submodule_types
 from .inference import torch_non_tensor
-from .nodes import dotted, iter_code_nodes
+from .nodes import dotted, iter_code_nodes, self_dict_key
 from .options import AnalyzerOptions
 from .parsing import module_scans
 from .summary import ClassInfo, FileSummary, FunctionInfo
 from .walk import _LITERAL_DEFAULTS, FunctionContext, _combine_truth, _is_logical
+
 
 
 class FileAnalyzer:
@@ -70,6 +71,8 @@ class FileAnalyzer:
         # runs from `.apply(...)` (lint.regions), with `ctx` no tensor and no module's forward.
         self.autograd_functions: set[str] = set()
         self.class_decorators: dict[str, tuple] = {}  # class -> its decorators, where it has some
+        # class -> (attribute, string key) of dicts on self whose item a method sets to a tensor
+        self.tensor_items: dict[str, set[tuple[str, str]]] = {}
         self._method_owners: Optional[dict] = None
         # function qualname -> the parameters some `return` gives back as they came in
         # (`def default(val, d): return val if exists(val) else d`), as (position, name, kind of
@@ -408,6 +411,14 @@ class FileAnalyzer:
             elif type(s) is cst.ClassDef:
                 self._declare_class(s, qual)
 
+    def _makes_tensor(self, value: cst.BaseExpression) -> bool:
+        """A torch call that returns a tensor (`torch.zeros(n)`, `torch.bernoulli(p).to(device)`)."""
+        while (type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in K.TENSOR_CONVERSIONS
+               and type(value.func.value) is cst.Call):
+            value = value.func.value
+        q = self.qualname(value.func) if type(value) is cst.Call else None
+        return q is not None and q.startswith("torch.") and not torch_non_tensor(q) and not q.startswith("torch.nn.")
+
     def _scan_attr_assignments(self, fn: cst.FunctionDef, cls: str, info: ClassInfo) -> None:
         tensor_attrs = self.tensor_attrs[cls]
         all_attrs = self.all_attrs[cls]
@@ -417,6 +428,11 @@ class FileAnalyzer:
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 value = node.value
                 for tgt in targets:
+                    key = self_dict_key(tgt)
+                    if key is not None and value is not None and self._makes_tensor(value):
+                        # `self.transform_parameters["should_apply"] = torch.bernoulli(...)`
+                        self.tensor_items.setdefault(cls, set()).add(key)
+                        continue
                     if type(tgt) is cst.Attribute and type(tgt.value) is cst.Name and tgt.value.value == "self":
                         attr = tgt.attr.value
                         all_attrs.add(attr)

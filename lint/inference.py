@@ -10,7 +10,7 @@ import libcst as cst
 
 from . import kinds as K
 from .kinds import B, C, N, P, S, T, U, TENSORISH
-from .nodes import dotted, is_none, iter_code_nodes, operator_operands, param_list
+from .nodes import dotted, is_none, iter_code_nodes, operator_operands, param_list, self_dict_key
 
 
 def torch_non_tensor(q: str) -> bool:
@@ -280,6 +280,8 @@ class KindInference:
         if type(node) is cst.Call:
             return self._call_kind(node)
         if type(node) is cst.Subscript:
+            if self.tensor_items and self_dict_key(node) in self.tensor_items:
+                return T  # `self.params["should_apply"]`, set to a torch tensor by a method of the class
             bk = self.kind(node.value)
             if bk in TENSORISH:
                 return bk
@@ -455,6 +457,10 @@ class KindInference:
                 return S
             if rk == S and meth == "is_integer":
                 return "SB"  # `(n / k).is_integer()`: a test on a size
+            if rk == U and meth in ("any", "all") and not any(a.keyword is not None and a.keyword.value == "axis" for a in node.args):
+                # Only tensors and arrays have these methods (both tensors under Dynamo): a boolean
+                # tensor whatever the receiver (torch-audiomentations' `params["should_apply"].any()`).
+                return B
             return U
         if type(func) is cst.Name:
             name = func.value

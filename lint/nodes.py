@@ -79,3 +79,15 @@ def is_string_literal(node: cst.BaseExpression) -> bool:
     if type(node) is cst.SimpleString:
         return True
     return type(node) is cst.ConcatenatedString and is_string_literal(node.left) and is_string_literal(node.right)
+
+
+def self_dict_key(target: cst.BaseExpression) -> Optional[tuple[str, str]]:
+    """`self.<attr>["<key>"]` -> (attr, key)."""
+    if not (type(target) is cst.Subscript and type(target.value) is cst.Attribute
+            and type(target.value.value) is cst.Name and target.value.value.value == "self" and len(target.slice) == 1):
+        return None
+    index = target.slice[0].slice
+    if type(index) is not cst.Index or type(index.value) is not cst.SimpleString:
+        return None
+    key = index.value.evaluated_value
+    return (target.value.attr.value, key) if isinstance(key, str) else None

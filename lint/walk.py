@@ -131,6 +131,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         )
         self.tensor_params: frozenset = frozenset()  # parameters bound to a (presumed) tensor
         self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
+        self.tensor_items = fa.tensor_items.get(cls, set()) if cls else set()
         self.buffer_attrs = fa.buffer_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
         self.callable_attrs = fa.callable_attrs.get(cls, set()) if cls else set()

@@ -905,7 +905,7 @@ def test_a_passthrough_helper_in_another_file_gives_back_its_callers_arguments(t
                     beam_size = default(beam_size, 1)
                     if beam_size > 1:
                         x = x.repeat(beam_size, 1)
-                    if mask.any():
+                    if mask.sum() > 0:
                         x = x * 2
                     return x * mask
         """,

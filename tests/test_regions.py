@@ -760,3 +760,21 @@ def test_a_function_picked_into_a_local_is_followed(tmp_path):
                 return shift(x, n)
     """})
     assert found == [("alias.py", 9, "DYN110")], found
+
+
+def test_any_of_a_value_of_unknown_kind_is_a_tensor_test(tmp_path):
+    # torch-audiomentations: `self.transform_parameters["should_apply"].any()`, a dict item set
+    # in forward. Only tensors and arrays have `.any()` (both tensors under Dynamo).
+    found = lint_tree(tmp_path, {"aug.py": """
+        import torch
+        from torch import nn
+
+        class Gain(nn.Module):
+            def forward(self, samples, params):
+                if params["should_apply"].any():
+                    samples = samples * 2
+                if params["label"]:
+                    samples = samples + 1
+                return samples
+    """})
+    assert found == [("aug.py", 7, "DYN120")], found
