@@ -770,10 +770,10 @@ def test_any_of_a_value_of_unknown_kind_is_a_tensor_test(tmp_path):
         from torch import nn
 
         class Gain(nn.Module):
-            def forward(self, samples, params):
-                if params["should_apply"].any():
+            def forward(self, samples):
+                if self.params["should_apply"].any():
                     samples = samples * 2
-                if params["label"]:
+                if self.params["label"]:
                     samples = samples + 1
                 return samples
     """})
