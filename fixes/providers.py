@@ -24,6 +24,7 @@ from .guard import guard_fix
 from .layer_drop import layer_drop_fix
 from .list_comprehension import list_of_generator_fix
 from .check_message import check_message_fix
+from .generator import generator_fix
 from .masking import mask_fix, mask_update_fix
 from .module_to import module_to_fix
 from .numpy_math import numpy_math_fix
@@ -60,6 +61,7 @@ PROVIDERS = {
     "requires_grad": requires_grad_fix,  # DYN140
     "duplicate_input": duplicate_input_fix,  # DYN141
     "check_message": check_message_fix,  # DYN115
+    "generator": generator_fix,  # DYN105
     "function_staticmethod": function_staticmethod_fix,  # DYN145
     "saved_tensors": saved_tensors_fix,  # DYN144
     "buffer_local": buffer_local_fix,  # DYN142

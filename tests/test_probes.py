@@ -24,7 +24,11 @@ def test_dynamo_confirms_example(example, rule):
         pytest.importorskip(module)
     result = run_probe(example)
     assert verdict(example, result), f"expected {example.dynamo}, Dynamo gave {result}\n{example.source}"
-    if example.dynamo == BREAKS and result.get("gb_ids"):
+    import torch
+
+    # The rules declare the break types of torch 2.13's registry (CI's torch); GB codes of other
+    # versions differ (2.14.1 gives SciPy calls another one).
+    if example.dynamo == BREAKS and result.get("gb_ids") and torch.__version__.startswith("2.13."):
         # The break types Dynamo reports are among those the rule declares (its `gb_types`), or
         # those of the other rules the example marks (an expert loop's `.item()` is DYN110's).
         rules = {r.code: r for r in all_rules()}

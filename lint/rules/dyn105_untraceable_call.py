@@ -92,6 +92,7 @@ import libcst as cst
 
 from .. import fastcst
 from ..draws import and_operands
+from ..nodes import is_none
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 from ..target import installed_torch, target_torch
 
@@ -149,6 +150,9 @@ NUMPY_UNSUPPORTED = frozenset(
     unravel_index unstack unwrap vecdot vecmat
     """.split()
 )
+# torch's random functions and in-place random methods that take `generator=`.
+_RANDOM_FUNCTIONS = frozenset("rand randn randint randperm bernoulli multinomial normal poisson rand_like randn_like randint_like".split())
+_RANDOM_METHODS = frozenset("uniform_ normal_ random_ bernoulli_ exponential_ geometric_ cauchy_ log_normal_ multinomial bernoulli".split())
 # Sparse tensors: torch.compile does not support them ("Attempted to wrap sparse Tensor"); the
 # functions that make or take them, and the methods only a sparse tensor (or making one) has.
 SPARSE_FUNCTIONS = frozenset(
@@ -276,6 +280,7 @@ class UntraceableCall(Rule):
         ("GB0156", "Unsupported method call"),  # a SciPy ufunc
         ("GB0170", "Data-dependent branching"),
         ("GB0294", "attempted to trace numpy function unsupported by PyTorch"),
+        ("GB0055", "Failed to convert args/kwargs to proxy"),
         ("GB0213", "unimplemented builtin op on tensor arguments"),  # torch 2.11: a branch on a Random draw
         ("GB4841", "Unsupported python_type() call"),
     )
@@ -320,6 +325,15 @@ class UntraceableCall(Rule):
 
     def _check_call(self, node, ctx):
         func = node.func
+        generator = next((a for a in node.args if a.keyword is not None and a.keyword.value == "generator"), None)
+        if generator is not None and not is_none(generator.value) and self._random_op(node, ctx):
+            # torchtune's LayerDropout `torch.bernoulli(p, generator=self.generator)`, diffusers'
+            # `randn_tensor(..., generator=g)`: probed on 2.13.0 and 2.14.1.
+            ctx.report(self, node, "a `torch.Generator` passed to a random op: Dynamo cannot put it in the graph and "
+                                   "breaks it at every draw; draw from the global generator under compile "
+                                   "(seed it with `torch.manual_seed`), or draw outside the compiled region",
+                       fix=offer_fix("generator", ctx, generator, self.code))
+            return
         if ctx.self_attr(func) in ctx.rnn_attrs:
             ctx.report(self, node, f"`self.{func.attr.value}` is an RNN module: Dynamo does not trace it and breaks the graph; `torch._dynamo.config.allow_rnn = True` makes it trace (`dynalint verify --try-settings` checks it)")
             return
@@ -391,6 +405,15 @@ class UntraceableCall(Rule):
             # array or of a Python float ("Unsupported method call").
             ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo (SciPy) and breaks the graph; "
                                    "call it outside the compiled region or use a torch equivalent")
+
+    @staticmethod
+    def _random_op(node: cst.Call, ctx) -> bool:
+        """A torch random function, or a tensor's in-place random method (`x.normal_(...)`)."""
+        q = ctx.call_name(node)
+        if q is not None and q.startswith("torch.") and q.count(".") == 1 and q[6:] in _RANDOM_FUNCTIONS:
+            return True
+        func = node.func
+        return type(func) is cst.Attribute and func.attr.value in _RANDOM_METHODS and ctx.is_tensor(func.value)
 
     def _draw_fix(self, node: cst.If, ctx):
         """LayerDrop with Python's draw (`p = random.uniform(0, 1)` then `if self.training and p <
@@ -971,6 +994,20 @@ class UntraceableCall(Rule):
     else:
         invalid = invalid + (Example(_random_value.format(mark="  # expect: DYN105"), dynamo=BREAKS),)
         _random_value_examples = ()
+    # A generator passed to a random op (torchtune's LayerDropout); the fix draws from the global
+    # generator while compiling (the example's output does not depend on the numbers drawn).
+    _generator = """
+        import torch
+
+        GEN = torch.Generator().manual_seed(0)
+
+        @torch.compile
+        def f(x):
+            noise = torch.randn(x.shape, generator={value})  # expect: DYN105
+            return x + 0 * noise
+        """
+    invalid = invalid + (Example(_generator.format(value="GEN"), dynamo=BREAKS,
+                                 fixed=_generator.format(value="None if torch.compiler.is_compiling() else GEN")),)
     # A NumPy function torch._numpy lacks (pytorch_wavelets' reflect padding): a break even on constants.
     invalid = invalid + (Example(
         """
