@@ -358,6 +358,16 @@ class UntraceableCall(Rule):
                                    "(Dynamo traces the draw as data); draw it outside the compiled region and pass it in")
             return
         q = ctx.call_name(node)
+        if q is not None and q.startswith("torch.distributions.") and any(
+            a.keyword is not None and a.keyword.value == "validate_args" and type(a.value) is cst.Name and a.value.value == "True"
+            for a in node.args
+        ):
+            # torch-audiomentations' `Uniform(low, high, validate_args=True)`: the checks call
+            # functions Dynamo skips (probed on 2.13.0 and 2.14.1); the default does not.
+            ctx.report(self, node, f"`{q.rsplit('.', 1)[1]}(..., validate_args=True)`: Dynamo skips the argument "
+                                   "checks and breaks the graph; build the distribution without `validate_args=True` "
+                                   "in compiled code (or outside the compiled region)")
+            return
         if q in SPARSE_FUNCTIONS:
             # recbole's LightGCN / NGCF propagation, pykeen's RGCN (probed on 2.13.0 and 2.14.1)
             ctx.report(self, node, f"`{q}()`: {SPARSE_ADVICE}")
@@ -1008,6 +1018,19 @@ class UntraceableCall(Rule):
         """
     invalid = invalid + (Example(_generator.format(value="GEN"), dynamo=BREAKS,
                                  fixed=_generator.format(value="None if torch.compiler.is_compiling() else GEN")),)
+    # A distribution that validates its arguments (torch-audiomentations' gain); without
+    # `validate_args=True` the same draw traces.
+    _distribution = """
+        import torch
+
+        @torch.compile
+        def f(x):
+            low, high = x.min(), x.max() + 1
+            dist = torch.distributions.Uniform(low, high{validate}){mark}
+            return x + dist.rsample()
+        """
+    invalid = invalid + (Example(_distribution.format(validate=", validate_args=True", mark="  # expect: DYN105"), dynamo=BREAKS),)
+    _distribution_valid = (Example(_distribution.format(validate="", mark=""), dynamo=CLEAN),)
     # A NumPy function torch._numpy lacks (pytorch_wavelets' reflect padding): a break even on constants.
     invalid = invalid + (Example(
         """
@@ -1074,6 +1097,6 @@ class UntraceableCall(Rule):
             """,
             dynamo=CLEAN,
         ),
-    ) + _random_value_examples
+    ) + _random_value_examples + _distribution_valid
 
 RULE = UntraceableCall
