@@ -213,6 +213,7 @@ class FileAnalyzer:
         self._collect_rnn_classes()
         self._collect_apply_aliases()
         self._collect_registries()
+        self._collect_class_aliases()
         self._collect_module_level()
         self._collect_module_locks()
 
@@ -247,6 +248,33 @@ class FileAnalyzer:
                 and type(value.value) is cst.Name and value.value.value in self._class_names
             ):
                 imports.setdefault(assign.targets[0].target.value, f"{self.summary.module}.{value.value.value}.apply")
+
+    def _collect_class_aliases(self) -> None:
+        """`MyModule = torch.nn.Module` at module level (rwkv: `torch.jit.ScriptModule` in one
+        branch of an `if`, `torch.nn.Module` in the other): a base class named through it is
+        that class. Where branches differ, `torch.nn` wins (ScriptModule derives from it)."""
+        self.class_aliases: dict[str, str] = {}
+        stack = list(self.module.body)
+        while stack:
+            stmt = stack.pop()
+            if type(stmt) in (cst.If, cst.Try):
+                blocks = [stmt.body] + ([stmt.orelse.body] if getattr(stmt, "orelse", None) is not None else [])
+                stack += [s for b in blocks if type(b) is cst.IndentedBlock for s in b.body]
+                if type(stmt) is cst.If and type(stmt.orelse) is cst.If:
+                    stack.append(stmt.orelse)
+                continue
+            if type(stmt) is not cst.SimpleStatementLine:
+                continue
+            for small in stmt.body:
+                if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+                    d = dotted(small.value)
+                    if d is None or "." not in d:
+                        continue
+                    name, q = small.targets[0].target.value, self.resolve(d)
+                    if not q[q.rfind(".") + 1:][:1].isupper():
+                        continue  # a class by its capital
+                    if name not in self.class_aliases or q.startswith("torch.nn."):
+                        self.class_aliases[name] = q
 
     def _collect_registries(self) -> None:
         """`REGISTRY = {"vanilla": slstm_forward, ...}` at module level, every value a function or
@@ -378,6 +406,8 @@ class FileAnalyzer:
             if type(expr) is cst.Subscript:  # Generic[T], nn.ModuleList[...]
                 expr = expr.value
             q = self.qualname(expr)
+            if type(expr) is cst.Name and q == expr.value:
+                q = self.class_aliases.get(q, q)
             if q is not None:
                 bases.append(q)
         body = node.body.body if type(node.body) is cst.IndentedBlock else ()

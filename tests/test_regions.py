@@ -778,3 +778,22 @@ def test_any_of_a_value_of_unknown_kind_is_a_tensor_test(tmp_path):
                 return samples
     """})
     assert found == [("aug.py", 7, "DYN120")], found
+
+
+def test_a_module_base_named_through_a_module_level_alias(tmp_path):
+    # rwkv: `MyModule = torch.jit.ScriptModule` or `torch.nn.Module` by an environment variable.
+    found = lint_tree(tmp_path, {"rwkv.py": """
+        import os
+        import torch
+
+        if os.environ.get("JIT_ON") == "1":
+            MyModule = torch.jit.ScriptModule
+        else:
+            MyModule = torch.nn.Module
+
+        class Net(MyModule):
+            def forward(self, x):
+                print(x)
+                return x
+    """})
+    assert found == [("rwkv.py", 11, "DYN101")], found
