@@ -796,4 +796,4 @@ def test_a_module_base_named_through_a_module_level_alias(tmp_path):
                 print(x)
                 return x
     """})
-    assert found == [("rwkv.py", 11, "DYN101")], found
+    assert found == [("rwkv.py", 12, "DYN101")], found
