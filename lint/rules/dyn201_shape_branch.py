@@ -38,6 +38,7 @@ import contextlib
 
 import libcst as cst
 
+from ..nodes import dotted
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext
 from ..static_sizes import static_names, static_size
 
@@ -77,6 +78,7 @@ class ShapeBranch(Rule):
             type(t) is cst.Comparison
             and ctx.kind(t) == "SB"
             and not _against_zero_or_one(t)
+            and not _against_empty_shape(t)
             and not _reads_range_counter(t, ctx)
             and not _static_sizes_only(t, ctx)
         ):
@@ -132,6 +134,21 @@ class ShapeBranch(Rule):
         ),
     )
     valid = (
+        Example(
+            # pytorch_wavelets: `x.shape == torch.Size([])` tests the rank only.
+            """
+            import torch
+
+            @torch.compile
+            def f(x, y):
+                if y.shape == torch.Size([]):
+                    return x * y
+                return x + y.sum()
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="(torch.randn(3, 4), torch.randn(5))",
+            inputs2="(torch.randn(6, 4), torch.randn(7))",
+        ),
         Example(
             # ultralytics' segmentation loss: `len()` of what an isinstance test made a tuple.
             """
@@ -283,6 +300,22 @@ def _against_zero_or_one(test: cst.Comparison) -> bool:
     # Not arithmetic on sizes against 0: `n % k != 0` is no size Dynamo assumes anything about.
     return (any(type(side) is cst.Integer and side.value in ("0", "1") for side in sides)
             and not any(type(side) is cst.BinaryOperation for side in sides))
+
+
+def _empty_shape(node: cst.BaseExpression) -> bool:
+    """`()`, `[]`, `torch.Size([])`, `torch.Size(())`."""
+    if type(node) in (cst.Tuple, cst.List):
+        return not node.elements
+    return (type(node) is cst.Call and dotted(node.func) in ("torch.Size", "Size") and len(node.args) == 1
+            and _empty_shape(node.args[0].value))
+
+
+def _against_empty_shape(test: cst.Comparison) -> bool:
+    """`x.shape == torch.Size([])` (pytorch_wavelets): a test of the rank only, which Dynamo
+    always knows; no size is guarded."""
+    if len(test.comparisons) != 1 or type(test.comparisons[0].operator) not in (cst.Equal, cst.NotEqual):
+        return False
+    return _empty_shape(test.left) or _empty_shape(test.comparisons[0].comparator)
 
 
 RULE = ShapeBranch
