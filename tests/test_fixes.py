@@ -3585,3 +3585,22 @@ def test_no_dense_rewrite_where_unselected_elements_could_be_infinite():
     assert "logabsdet[mask_right] = torch.log(0.5 / inputs[mask_right])" in out
     assert "logabsdet[mask_right] /= inputs[mask_right]" in out
     assert "logabsdet[mask_middle] *= 2.0" not in out
+
+
+def test_no_tensor_rewrite_of_a_test_reading_allclose():
+    # `torch.allclose` gives a Python bool and breaks by itself: `torch.where(allclose(...).bool(),
+    # ...)` would raise AttributeError; no fix is offered.
+    source = textwrap.dedent('''
+        import torch
+
+        @torch.compile
+        def f(x):
+            y = x.sin()
+            if torch.allclose(y, x):
+                y = y + 1
+            if not y.equal(x):
+                y = y + 2
+            return y
+    ''')
+    out = fixed(source)
+    assert not out.fixed and out.text == source.lstrip(chr(10)), out.text

@@ -36,6 +36,10 @@ in ultralytics' `make_anchors` loop over the strides, Dynamo gives up on the who
 the unsafe fix writes `torch.full(size, t, dtype=x.dtype, device=x.device)`, which keeps a 0-d
 tensor fill value in the graph (probed).
 
+`torch.allclose(a, b)` / `torch.equal(a, b)` (and the methods) read tensor values into a Python
+bool the same way, wherever they are (an `assert` with a literal message too; as an `if` test,
+DYN120 reports them).
+
 A tensor passed where a function takes a Python number is read the same way: `F.huber_loss(...,
 delta=t)` (mace's conditional Huber loss), `F.leaky_relu(x, t)`, `F.dropout(x, p=t)`,
 `F.pad(x, pad, value=t)`, `torch.full_like(x, t)` and the other parameters in
@@ -111,6 +115,33 @@ NUMBER_PARAMETERS = {
 }
 
 
+def _value_comparison(node: cst.Call, ctx: RuleContext):
+    """`torch.allclose(a, b)`, `torch.equal(a, b)`, `a.equal(b)`, `a.allclose(b)` of tensors: the
+    name to show, else None. Probed on 2.13.0 and 2.14.1: a break at the call wherever it is (an
+    `assert` with a literal message too)."""
+    q = ctx.call_name(node)
+    if q in ("torch.allclose", "torch.equal"):
+        return q
+    func = node.func
+    if type(func) is cst.Attribute and func.attr.value in ("allclose", "equal") and ctx.is_definite_tensor(func.value):
+        return f".{func.attr.value}"
+    return None
+
+
+def _branch_test(node: cst.Call, ctx: RuleContext) -> bool:
+    """Is the call (or `not` of it) the whole test of the `if` / `while` / conditional around it?"""
+    for a in reversed(ctx.ancestors()):
+        if type(a) is cst.UnaryOperation and type(a.operator) is cst.Not:
+            continue
+        if type(a) in (cst.If, cst.While, cst.IfExp):
+            test = a.test
+            while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+                test = test.expression
+            return test is node
+        return False
+    return False
+
+
 def _number_arguments(node: cst.Call, params: dict) -> list:
     """(parameter, value) of the arguments a call passes to its number parameters."""
     by_position = {i: name for name, i in params.items()}
@@ -155,6 +186,14 @@ class ItemCall(Rule):
                 ctx.report(self, node, "`new_full()` with a tensor fill value reads it as a Python number (`.item()`) "
                                        "and breaks the graph; `torch.full(size, value, dtype=..., device=...)` keeps "
                                        "it in the graph", fix=offer_fix("new_full", ctx, node, self.code))
+            return
+        comparison = _value_comparison(node, ctx)
+        if comparison is not None:
+            if not _branch_test(node, ctx):  # as an `if` / `while` test, DYN120 reports it
+                ctx.report(self, node, f"`{comparison}()` compares tensor values into a Python bool and breaks the "
+                                       "graph (Dynamo: data-dependent operator); keep the comparison a tensor "
+                                       "(`torch.isclose(a, b).all()`, `(a == b).all()`) or compare outside the "
+                                       "compiled region")
             return
         params = NUMBER_PARAMETERS.get(ctx.call_name(node) or "")
         if params is not None:
@@ -202,6 +241,19 @@ class ItemCall(Rule):
             """,
             dynamo=BREAKS,
             inputs="({'feats': torch.tensor([[3, 4]])},)",
+        ),
+        Example(
+            # escnn's batch norm check: `allclose` breaks whatever the assert's message.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x.sin()
+                assert torch.allclose(y, y * 1.0), "rounding"  # expect: DYN110
+                return y + 1
+            """,
+            dynamo=BREAKS,
         ),
         Example(
             # mace's conditional Huber loss: the deltas are rows of a tensor.

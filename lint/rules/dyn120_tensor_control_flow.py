@@ -145,6 +145,7 @@ from typing import Optional
 import libcst as cst
 
 from ..draws import comparison_with_draw, guarded_probability
+from ..fastcst import iter_nodes
 from ..nodes import dotted, is_string_literal
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
@@ -215,6 +216,15 @@ def _python_bool_comparison(test) -> Optional[str]:
     if type(test) is cst.Call and type(test.func) is cst.Attribute and test.func.attr.value in ("equal", "allclose"):
         return dotted(test.func) if dotted(test.func) in ("torch.equal", "torch.allclose") else f".{test.func.attr.value}"
     return None
+
+
+def _reads_python_bool(expr) -> bool:
+    """Does the test call `torch.equal` / `allclose` (or the methods)? They break the graph
+    themselves and give a Python bool: no rewrite of the test removes that (`torch.where` and
+    `torch._assert_async` would even fail on the bool)."""
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute
+               and n.func.attr.value in ("equal", "allclose", "is_nonzero", "is_same_size", "is_set_to")
+               for n in iter_nodes(expr))
 
 
 def _early_exit(branch):
@@ -323,6 +333,7 @@ class TensorControlFlow(Rule):
                 node.msg is not None
                 and not is_string_literal(node.msg)
                 and type(test) not in (cst.BooleanOperation, cst.UnaryOperation)
+                and _python_bool_comparison(test) is None  # `allclose` itself breaks: DYN110's finding
                 and ctx.is_tensor_value(test)
             ):
                 ctx.report(self, test, "`assert` on a tensor value breaks the graph when its message is not a string "
@@ -336,7 +347,7 @@ class TensorControlFlow(Rule):
                 return  # the operands are checked on their own
             if ctx.is_tensor_value(test):
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
-                fix = (
+                fix = None if _reads_python_bool(test) else (
                     offer_fix("uniform_draw", ctx, test, self.code)
                     or offer_fix("layer_drop", ctx, test, self.code)
                     or offer_fix("mask_guard", ctx, test, self.code)
@@ -371,7 +382,7 @@ class TensorControlFlow(Rule):
                         if fix is not None:
                             ctx.report(self, operand, _message(f"`{op}`", operand, ctx, node, fix, _heading_if(ctx)), fix=fix)
                         continue
-                    fix = (
+                    fix = None if _reads_python_bool(operand) else (
                         offer_fix("uniform_draw", ctx, operand, self.code)
                         or offer_fix("layer_drop", ctx, operand, self.code)
                         or offer_fix("raise_check", ctx, operand, self.code)
@@ -384,7 +395,7 @@ class TensorControlFlow(Rule):
                 return
             if type(node.operator) is cst.Not and type(node.expression) is not cst.BooleanOperation:
                 if ctx.is_tensor_value(node.expression):
-                    fix = (
+                    fix = None if _reads_python_bool(node.expression) else (
                         offer_fix("uniform_draw", ctx, node.expression, self.code)
                         or offer_fix("layer_drop", ctx, node.expression, self.code)
                         or offer_fix("where", ctx, node.expression, self.code)
