@@ -26,6 +26,7 @@ import libcst as cst
 
 from dynalint.findings import UNSAFE
 from dynalint.lint.rule import RuleContext
+from dynalint.lint.nodes import is_string_literal
 from dynalint.lint.variables import variable_reads
 
 from .base import SourceInfo, atom_text, guarded, make_fix, replace_node, source_info
@@ -52,7 +53,8 @@ def item_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN110"):
         return guarded(code, lambda positions, module: _delete_or_drop(info, positions, unused, call, receiver, kind, deletable))
     if not is_tensor:
         return None
-    if kind in ("item", "bool") and isinstance(info.parent(call), cst.Assert) and info.parent(call).test is call:
+    if kind in ("item", "bool") and isinstance(info.parent(call), cst.Assert) and info.parent(call).test is call \
+            and _literal_message(info.parent(call)):
         # `assert torch.all(ids >= 0).item(), msg` (ProphetNet, UDOP): a one-element tensor's truth
         # is its value's.
         return guarded(code, lambda positions, module: _drop(info, positions, call, receiver, kind, asserted="tensor"))
@@ -109,7 +111,13 @@ def _asserted_comparison(info: SourceInfo, call: cst.Call) -> bool:
     if not isinstance(target.operator, COMPARISONS):
         return False
     statement = info.parent(comparison)
-    return isinstance(statement, cst.Assert) and statement.test is comparison
+    return isinstance(statement, cst.Assert) and statement.test is comparison and _literal_message(statement)
+
+
+def _literal_message(statement: cst.Assert) -> bool:
+    """Dynamo keeps `assert t` / `assert t, "text"` in the graph; any other message makes the
+    tensor assert a branch, a break again (escnn's `assert err.item() < 1e-7, err.item()`)."""
+    return statement.msg is None or is_string_literal(statement.msg)
 
 
 def _delete_or_drop(info, positions, stmt, call, receiver, kind, deletable: bool):
