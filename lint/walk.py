@@ -818,8 +818,16 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return
         for name, source in pairs:
             k = self.kind(source)
-            if type(name) is cst.Name and k in TENSORISH:
+            if k not in TENSORISH:
+                continue
+            if type(name) is cst.Name:
                 self._bind(name, None, P if k == P else T)
+            elif type(name) in (cst.Tuple, cst.List):
+                # `for i, (h, w) in enumerate(aspect_ratio)`: a row unpacked into its elements,
+                # 0-d tensors (torchtune's tile embeddings)
+                for el in name.elements:
+                    if type(el.value) is cst.Name:
+                        self._bind(el.value, None, P if k == P else T)
 
     def visit_While(self, node: cst.While) -> bool:
         self._visit(node.test)

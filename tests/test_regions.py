@@ -797,3 +797,21 @@ def test_a_module_base_named_through_a_module_level_alias(tmp_path):
                 return x
     """})
     assert found == [("rwkv.py", 12, "DYN101")], found
+
+
+def test_a_tensor_row_unpacked_in_an_enumerate_loop_gives_tensors(tmp_path):
+    # torchtune's tile embeddings: `for i, (h, w) in enumerate(aspect_ratio)`, then `int(h * w)`.
+    found = lint_tree(tmp_path, {"tiles.py": """
+        import torch
+        from torch import nn
+
+        class Tiles(nn.Module):
+            def forward(self, x: torch.Tensor, aspect_ratio: torch.Tensor, sizes: list):
+                for i, (h, w) in enumerate(aspect_ratio):
+                    n = int(h * w)
+                    x[i, :n] = 0
+                for i, (a, b) in enumerate(sizes):
+                    x = x + int(a * b)
+                return x
+    """})
+    assert [(r, c) for _, r, c in found] == [(8, "DYN110")], found
