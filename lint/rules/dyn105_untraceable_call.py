@@ -265,6 +265,15 @@ def _mentions_draw(expr, ctx, state: dict) -> bool:
 _RNN_METHODS = frozenset({"forward", "flatten_parameters"})
 
 
+def _none_while_compiling(value: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`None`, or `None if torch.compiler.is_compiling() else g` (the fix's own form)."""
+    if type(value) is cst.IfExp:
+        truth = ctx.static_truth(value.test)
+        if truth is not None:
+            return is_none(value.body if truth else value.orelse)
+    return is_none(value)
+
+
 class UntraceableCall(Rule):
     code = "DYN105"
     name = "untraceable-call"
@@ -326,7 +335,7 @@ class UntraceableCall(Rule):
     def _check_call(self, node, ctx):
         func = node.func
         generator = next((a for a in node.args if a.keyword is not None and a.keyword.value == "generator"), None)
-        if generator is not None and not is_none(generator.value) and self._random_op(node, ctx):
+        if generator is not None and not _none_while_compiling(generator.value, ctx) and self._random_op(node, ctx):
             # torchtune's LayerDropout `torch.bernoulli(p, generator=self.generator)`, diffusers'
             # `randn_tensor(..., generator=g)`: probed on 2.13.0 and 2.14.1.
             ctx.report(self, node, "a `torch.Generator` passed to a random op: Dynamo cannot put it in the graph and "
