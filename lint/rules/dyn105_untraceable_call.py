@@ -29,9 +29,10 @@ Python's `random` depends on the torch version. Dynamo draws `random.uniform()`,
 `random.randint()`, `random.randrange()` and the methods of a `random.Random(seed)` object itself on torch 2.13 and
 2.14.1, as numbers it feeds into the graph; from 2.14 it does so for `random.random()`,
 `random.shuffle()`, `random.sample()` and `random.seed()` too, which 2.13 skips (a break at the
-call). A drawn number is data to Dynamo: using it as a value (`x * random.random()`) is traced,
-but branching on it, `range()` of it or indexing with it breaks on both versions
-("Data-dependent branching" on an `UnspecializedPythonVariable`). The linter follows the torch the
+call). A drawn number is data to Dynamo: using it with a tensor (`x * random.random()`) is traced,
+but branching on it, `range()` of it, indexing with it, or Python arithmetic on it with a number
+(`random.randint(0, n) * 2 - n`: "unimplemented builtin op on tensor arguments") breaks on both
+versions ("Data-dependent branching" on an `UnspecializedPythonVariable`). The linter follows the torch the
 code targets: `target-torch` in `[tool.dynalint]`, else the installed torch (read from its
 package metadata, never imported); with neither, it reports what breaks on any probed version.
 
@@ -240,6 +241,7 @@ def _is_draw(node, ctx, state: dict) -> bool:
 
 # Expressions a drawn number flows through as a number (not into calls, containers or indexes).
 _NUMERIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation, cst.ComparisonTarget)
+_NUMBER_BUILTINS = frozenset({"abs", "int", "float", "round"})
 
 
 def _mentions_draw(expr, ctx, state: dict) -> bool:
@@ -256,6 +258,8 @@ def _mentions_draw(expr, ctx, state: dict) -> bool:
         elif t is cst.Call:
             if _is_draw(sub, ctx, state):
                 return True
+            if type(sub.func) is cst.Name and sub.func.value in _NUMBER_BUILTINS and ctx.call_name(sub) == sub.func.value:
+                stack.extend(a.value for a in sub.args)  # `abs(value_h) > 0` (StyleGAN2's DiffAugment)
         elif t in _NUMERIC:
             stack.extend(fastcst.children(sub))
     return False
@@ -293,10 +297,13 @@ class UntraceableCall(Rule):
         ("GB0213", "unimplemented builtin op on tensor arguments"),  # torch 2.11: a branch on a Random draw
         ("GB4841", "Unsupported python_type() call"),
     )
-    node_types = (cst.Call, cst.Assign, cst.If, cst.IfExp, cst.While, cst.Subscript)
+    node_types = (cst.Call, cst.Assign, cst.If, cst.IfExp, cst.While, cst.Subscript, cst.BinaryOperation)
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         t = type(node)
+        if t is cst.BinaryOperation:
+            self._check_arithmetic(node, ctx)
+            return
         if t is cst.Call:
             self._check_call(node, ctx)
             return
@@ -424,6 +431,24 @@ class UntraceableCall(Rule):
             # array or of a Python float ("Unsupported method call").
             ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo (SciPy) and breaks the graph; "
                                    "call it outside the compiled region or use a torch equivalent")
+
+    def _check_arithmetic(self, node: cst.BinaryOperation, ctx) -> None:
+        """`random.randint(0, n) * 2 - n` (StyleGAN2's DiffAugment): Dynamo traces the draw as data,
+        and Python arithmetic on it with anything but a tensor breaks ("unimplemented builtin op
+        on tensor arguments", probed on 2.13.0 and 2.14.1); `x * random.randint(...)` traces.
+        One finding per expression, on its outermost arithmetic."""
+        state = ctx.rule_state(self.code)
+        done = state.setdefault("arithmetic", set())
+        if id(node) in done:
+            return
+        sides = (node.left, node.right)
+        drawn = [_mentions_draw(side, ctx, state) for side in sides]
+        if not any(drawn) or any(ctx.is_tensor(side) for side in sides):
+            return  # `x * random.uniform(...)`: tensor arithmetic, traced
+        done.update(id(n) for n in fastcst.iter_nodes(node) if type(n) is cst.BinaryOperation)
+        ctx.report(self, node, "arithmetic on a number drawn with Python's `random` breaks the graph (Dynamo traces "
+                               "the draw as data, and Python arithmetic on it only with a tensor); draw it with "
+                               "`torch.randint` / `torch.rand` and keep it a tensor, or draw outside the compiled region")
 
     @staticmethod
     def _random_op(node: cst.Call, ctx) -> bool:
@@ -1027,6 +1052,19 @@ class UntraceableCall(Rule):
         """
     invalid = invalid + (Example(_generator.format(value="GEN"), dynamo=BREAKS,
                                  fixed=_generator.format(value="None if torch.compiler.is_compiling() else GEN")),)
+    # StyleGAN2's DiffAugment offset: Python arithmetic on a drawn number breaks (on 2.13 and 2.14.1).
+    invalid = invalid + (Example(
+        """
+        import random
+        import torch
+
+        @torch.compile
+        def f(x):
+            shift = random.randint(0, 4) * 2 - 4  # expect: DYN105
+            return x + shift
+        """,
+        dynamo=BREAKS,
+    ),)
     # A distribution that validates its arguments (torch-audiomentations' gain); without
     # `validate_args=True` the same draw traces.
     _distribution = """
