@@ -291,7 +291,8 @@ def _summary(findings: list[Finding], opts: CheckOptions, outcome, skipped: Opti
         # A library used through plain functions (torchsde's `sdeint`) has no root of its own:
         # "All checks passed!" would read as a clean bill.
         lines.append("No compile region found (no nn.Module forward, @torch.compile or torch.compile(fn) in the "
-                     "linted files): nothing was checked; name the functions users compile in `extra-roots`.")
+                     "linted files): nothing was checked; name the functions users compile in `extra-roots` under "
+                     "`[tool.dynalint]` of pyproject.toml (`extra-roots = [\"pkg.module.Class.method\"]`).")
     elif n == 0 and fixed == 0:
         lines.append("All checks passed!")
     else:
