@@ -66,6 +66,11 @@ class TensorAsInt(Rule):
                 # `torch.full(size, fill_value)`: a tensor fill value is traced (probed), only the size counts
                 for a in node.args[:1] if q.split(".")[1] == "full" else node.args:
                     sizes = a.value.elements if type(a.value) in (cst.Tuple, cst.List) else [a]
+                    if q.startswith("numpy.") and all(ctx.is_numpy_of_numbers(el.value) or not ctx.is_definite_tensor(el.value)
+                                                      for el in sizes):
+                        # `np.arange(h, np.ceil(len(x) / h) * h, h)` (nnAudio): NumPy math on sizes
+                        # feeds a NumPy factory without a break (probed on 2.13.0 and 2.14.1)
+                        continue
                     if a.keyword is None and any(ctx.is_definite_tensor(el.value) for el in sizes):
                         ctx.report(self, a.value, f"size of `{q}()` from a tensor value breaks the graph; use a shape or a constant")
                         return
@@ -173,6 +178,20 @@ class TensorAsInt(Rule):
         ),
     )
     valid = (
+        Example(
+            # nnAudio's CFP: NumPy math on a length feeds a NumPy factory; Dynamo traces it.
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                t = np.arange(2, np.ceil(len(x) / 2.0) * 2, 2)
+                return x + t.sum()
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.rand(6),)",
+        ),
         Example(
             # GLM-Image: a tensor as `torch.full`'s fill value is traced; only its size must be static.
             """
