@@ -25,6 +25,20 @@ from .walk import _LITERAL_DEFAULTS, FunctionContext, _combine_truth, _is_logica
 
 
 
+
+# NumPy math whose result on Python numbers is a 0-d array (a tensor under Dynamo): DYN106's.
+_NUMPY_MATH = frozenset({"prod", "lcm", "gcd", "sum"})
+
+
+def _numpy_math(value: cst.BaseExpression, fa: "FileAnalyzer") -> Optional[str]:
+    """`np.prod(...)` (as it is, not converted by `int()`) -> "prod"; else None."""
+    if type(value) is not cst.Call:
+        return None
+    q = fa.qualname(value.func)
+    if q is not None and q.startswith("numpy.") and q.count(".") == 1 and q[6:] in _NUMPY_MATH:
+        return q[6:]
+    return None
+
 class FileAnalyzer:
     def __init__(self, module: cst.Module, filename: str, module_name: str, is_package: bool, options: AnalyzerOptions):
         from .rules import rules_by_node_type
@@ -74,6 +88,8 @@ class FileAnalyzer:
         # class -> (attribute, string key) of dicts on self whose item a method sets to a tensor
         self.tensor_items: dict[str, set[tuple[str, str]]] = {}
         self._method_owners: Optional[dict] = None
+        # class -> attribute -> the NumPy math function a method sets it with (`np.prod`)
+        self.numpy_attrs: dict[str, dict[str, str]] = {}
         # function qualname -> the parameters some `return` gives back as they came in
         # (`def default(val, d): return val if exists(val) else d`), as (position, name, kind of
         # the default): a call's value is then its arguments' kinds, not a tensor for all callers.
@@ -466,6 +482,11 @@ class FileAnalyzer:
                     if type(tgt) is cst.Attribute and type(tgt.value) is cst.Name and tgt.value.value == "self":
                         attr = tgt.attr.value
                         all_attrs.add(attr)
+                        numpy_math = _numpy_math(value, self) if value is not None else None
+                        if numpy_math is not None:
+                            # `self.hop_length = np.prod(encoder_rates)` (DAC): a tensor under Dynamo
+                            self.numpy_attrs.setdefault(cls, {})[attr] = numpy_math
+                            continue
                         if value is None:
                             continue
                         if type(value) is cst.Lambda or (

@@ -139,6 +139,11 @@ class RuleContext(Protocol):
         """Module-level names bound to threading locks."""
 
     @property
+    def numpy_attrs(self) -> "Mapping[str, str]":
+        """Attributes of the method's class set to NumPy math (`self.hop = np.prod(rates)`), with
+        the function's name ("prod")."""
+
+    @property
     def class_decorators(self) -> "tuple[cst.Decorator, ...]":
         """The decorators of the method's class (none for a plain function)."""
 

@@ -726,6 +726,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         return self.fa.summary.classes
 
     @property
+    def numpy_attrs(self) -> dict:
+        return self.fa.numpy_attrs.get(self.cls, {}) if self.cls is not None else {}
+
+    @property
     def class_decorators(self) -> tuple:
         return self.fa.class_decorators.get(self.cls, ()) if self.cls is not None else ()
 

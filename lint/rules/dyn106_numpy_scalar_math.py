@@ -3,9 +3,12 @@
 ## What it does
 Finds `np.lcm`, `np.gcd`, `np.prod` and `np.sum` called on Python values (numbers, shapes, lists;
 no tensor and no NumPy array among the arguments) in a compile region, when the result is used as
-a number: in an `if` / `while` test or a comparison, in `range()` / `int()`, as a size (`np.zeros`,
+a number: in an `if` / `while` test or a comparison, in `range()` / `int()` / `math.ceil()`, as a size (`np.zeros`,
 `torch.zeros`, `x.reshape`, `x.new_zeros`, ...), as an index, or returned from a helper that
 compiled code calls.
+
+An attribute set to such a value outside forward (`self.hop_length = np.prod(rates)` in
+`__init__`, DAC) is reported where forward uses it as a number.
 
 ## Why it breaks the graph
 Dynamo traces NumPy through `torch._numpy`: while compiling, `np.lcm(4, 6)` is a 0-d tensor, not
@@ -39,7 +42,7 @@ MATH_EQUIVALENT = {"lcm": "math.lcm", "gcd": "math.gcd", "prod": "math.prod", "s
 _ARITY = {"lcm": 2, "gcd": 2, "prod": 1, "sum": 1}
 
 # Callables whose arguments must be Python numbers (sizes, counts, ranges).
-NUMBER_TAKERS = frozenset({"range", "int", "float", "bool", "len", "divmod", "round"})
+NUMBER_TAKERS = frozenset({"range", "int", "float", "bool", "len", "divmod", "round", "math.ceil", "math.floor", "math.trunc"})
 SIZE_FUNCS = frozenset({"zeros", "ones", "empty", "full", "arange", "eye", "randn", "rand", "randint", "linspace", "tile"})
 SIZE_METHODS = frozenset(
     {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "new_full", "narrow", "split",
@@ -127,10 +130,18 @@ class NumpyScalarMath(Rule):
         ("GB0208", "torch.* op returned non-Tensor"),
         ("GB0059", "Failed to trace builtin operator"),
     )
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.Attribute)
     fixable = "unsafe"
 
-    def check(self, node: cst.Call, ctx: RuleContext) -> None:
+    def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
+        if type(node) is cst.Attribute:
+            attr = ctx.self_attr(node)
+            short = ctx.numpy_attrs.get(attr) if attr is not None else None
+            if short is not None and not ctx.in_assignment_target() and number_use(node, ctx):
+                ctx.report(self, node, f"`self.{attr}` holds `np.{short}()` of Python numbers (set outside forward): a "
+                                       "tensor while compiling, which breaks the graph where it is used as a number; "
+                                       f"set it with `{MATH_EQUIVALENT[short]}()` (or `int(...)`)")
+            return
         q = ctx.call_name(node)
         if q is None or not q.startswith("numpy.") or q[len("numpy."):] not in MATH_EQUIVALENT:
             return
@@ -146,6 +157,27 @@ class NumpyScalarMath(Rule):
         )
 
     invalid = (
+        Example(
+            # DAC: the hop length set in `__init__` with `np.prod`, used to pad the input.
+            """
+            import math
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.hop_length = np.prod([2, 4])
+
+                def forward(self, x):
+                    length = x.shape[-1]
+                    pad = math.ceil(length / self.hop_length) * 8 - length  # expect: DYN106
+                    return nn.functional.pad(x, (0, pad))
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.rand(2, 13),)",
+        ),
         Example(
             # Research code's flatten size: reported once, here (DYN110 leaves the `int()` to it).
             """
