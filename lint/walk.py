@@ -79,6 +79,18 @@ _CONTAINER_TYPES = frozenset({"list", "tuple", "dict", "set"})
 _NARROWING_OPERANDS = 8  # operands of an `and` / `or` read for isinstance tests
 
 
+
+def _training_test(test: cst.BaseExpression, ctx) -> Optional[bool]:
+    """True for `self.training` (`is True`, `== True`), False for `self.training is False` (`==
+    False`); None for any other test (`not` is left to the caller)."""
+    if ctx.self_attr(test) == "training":
+        return True
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 and ctx.self_attr(test.left) == "training":
+        op, value = test.comparisons[0].operator, test.comparisons[0].comparator
+        if type(op) in (cst.Is, cst.Equal) and type(value) is cst.Name and value.value in ("True", "False"):
+            return value.value == "True"
+    return None
+
 class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     """Walks one function's live code in order, tracking which names hold tensors, and runs rules.
     What rules may use of it is `lint.rule.RuleContext`; the rest is the walk's own."""
@@ -154,6 +166,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.stack: list[cst.CSTNode] = []
         # Tests of the `if` statements whose body is being walked, outermost first.
         self.branch_tests: list[cst.BaseExpression] = []
+        # Names an `if self.training:` block (without else) rebound: their kinds in eval mode
+        # (DAC's `n_quantizers`, a tensor only in training), until bound again.
+        self.eval_kinds: dict[str, str] = {}
         self._truth_memo: Optional[dict] = None  # static_truth of the `and` / `or` being visited
         # What the walk does with each node type (`_plan`), shared by the file's walks of this
         # kind; whitespace/punctuation node types no rule or hook looks at are stepped over.
@@ -435,6 +450,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             else:
                 else_exits = self._walk_block(node.orelse.body)
         self.env = merge_kinds(after_body, self.env) if not body_exits else self.env
+        if node.orelse is None and not body_exits and _training_test(node.test, self) is True:
+            for name, kind in before.items():
+                if after_body.get(name) != kind:
+                    self.eval_kinds[name] = kind
         return body_exits and else_exits
 
     def _isinstance_narrowing(self, test: cst.BaseExpression) -> tuple[dict, dict]:
@@ -465,6 +484,12 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         negated = False
         while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             test, negated = test.expression, not negated
+        training = _training_test(test, self) if self.eval_kinds else None
+        if training is not None:
+            # `self.training is False and i >= n`: n as eval mode leaves it
+            evaluating = dict(self.eval_kinds)
+            inside, outside = ({}, evaluating) if training else (evaluating, {})
+            return (outside, inside) if negated else (inside, outside)
         if type(test) is not cst.Call or not test.args or type(test.args[0].value) is not cst.Name:
             return {}, {}
         name = test.args[0].value.value
@@ -1104,6 +1129,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], value_kind: str) -> None:
         if type(target) is cst.Name:
             self.env[target.value] = value_kind
+            self.eval_kinds.pop(target.value, None)
             self.param_origin.discard(target.value)
             self.record_params.pop(target.value, None)
             self.local_types.pop(target.value, None)

@@ -815,3 +815,29 @@ def test_a_tensor_row_unpacked_in_an_enumerate_loop_gives_tensors(tmp_path):
                 return x
     """})
     assert [(r, c) for _, r, c in found] == [(8, "DYN110")], found
+
+
+def test_the_right_side_of_a_not_training_test_reads_eval_mode_kinds(tmp_path):
+    # DAC's residual quantizer: `n_quantizers` is a tensor only under `if self.training:`, and
+    # `self.training is False and i >= n_quantizers` reads it only in eval mode (no break, probed).
+    found = lint_tree(tmp_path, {"rvq.py": """
+        import torch
+        from torch import nn
+
+        class RVQ(nn.Module):
+            def forward(self, z, n_quantizers: int = None):
+                if n_quantizers is None:
+                    n_quantizers = 3
+                if self.training:
+                    n_quantizers = torch.ones((z.shape[0],)) * 3 + 1
+                out = 0
+                for i in range(3):
+                    if self.training is False and i >= n_quantizers:
+                        break
+                    if not self.training or i < n_quantizers:  # the right side runs in training
+                        out = out + z
+                    if i >= n_quantizers:
+                        break
+                return out
+    """})
+    assert [(r, c) for _, r, c in found] == [(15, "DYN120"), (17, "DYN120")], found

@@ -140,6 +140,7 @@ a failure is a RuntimeError with the message. Each operand's finding carries tha
 chain of more than 32 operands, only the leftmost finding does).
 """
 
+import contextlib
 from typing import Optional
 
 import libcst as cst
@@ -376,7 +377,11 @@ class TensorControlFlow(Rule):
             for operand in operands:
                 if type(operand) in (cst.BooleanOperation, cst.UnaryOperation):
                     continue
-                if ctx.is_tensor_value(operand):
+                # The right side runs only where the left held (`and`) or failed (`or`): `self.training
+                # is False and i >= n` reads n as eval mode leaves it (DAC's quantizer dropout).
+                with (ctx.assuming(node.left, op == "and") if operand is node.right else contextlib.nullcontext()):
+                    tensor_operand = ctx.is_tensor_value(operand)
+                if tensor_operand:
                     if operand is node.right and not tested:
                         fix = offer_fix("uniform_draw", ctx, operand, self.code) or offer_fix("layer_drop", ctx, operand, self.code)
                         if fix is not None:
