@@ -283,6 +283,22 @@ def _excluded_summary(skipped: dict, opts: CheckOptions) -> Optional[str]:
     return f"Not linted: {parts}; to lint them, {named}{remedies}."
 
 
+def _counted(findings: list[Finding]) -> str:
+    """"3 errors", or "3 errors and 2 warnings" where recompile warnings (DYN2xx) or infos are
+    among them: a run of warnings only does not read as errors."""
+    from dynalint.lint.catalog import SEVERITIES  # not the rules: a warm run loads no libcst
+
+    counts: dict = {}
+    for f in findings:
+        level = SEVERITIES.get(f.code, "error")
+        counts[level] = counts.get(level, 0) + 1
+    parts = [f"{counts[level]} {level}{'s' if counts[level] != 1 else ''}"
+             for level in ("error", "warning", "info") if counts.get(level)]
+    if not parts:
+        return "0 errors"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 def _summary(findings: list[Finding], opts: CheckOptions, outcome, skipped: Optional[dict] = None) -> None:
     n = len(findings)
     fixed = len(outcome.fixed) if outcome is not None else 0
@@ -299,7 +315,7 @@ def _summary(findings: list[Finding], opts: CheckOptions, outcome, skipped: Opti
         if fixed:
             lines.append(f"Found {n + fixed} error{'s' if n + fixed != 1 else ''} ({fixed} fixed, {n} remaining).")
         else:
-            lines.append(f"Found {n} error{'s' if n != 1 else ''}.")
+            lines.append(f"Found {_counted(findings)}.")
         # With --unsafe-fixes, `--fix` applies the unsafe ones too.
         safe = sum(1 for f in findings if f.fix is not None and (f.fix.applicability == "safe" or opts.unsafe_fixes))
         unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe")

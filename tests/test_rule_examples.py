@@ -78,3 +78,9 @@ def test_a_float_counter_is_told_apart_also_when_set_in_a_tuple_assignment():
     messages = {f.row: f.message for f in lint_source(source, "example.py", ALL) if f.code == "DYN203"}
     assert "(a float)" in messages[11] and "recompiles once" in messages[11]
     assert "(a float)" not in messages[12]
+
+
+def test_the_catalog_severities_are_the_rules():
+    from dynalint.lint.catalog import SEVERITIES
+
+    assert {r.code: r.severity for r in all_rules() if r.severity != "error"} == SEVERITIES
