@@ -426,6 +426,12 @@ class UntraceableCall(Rule):
             or (q.startswith("numpy.") and q.count(".") == 1 and q[6:] in NUMPY_UNSUPPORTED)
         if q in UNTRACEABLE or untraced_numpy:
             ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo and breaks the graph; call it outside the compiled region")
+        elif q.startswith("pywt."):
+            # PyWavelets is compiled (Cython): probed, `pywt.dwt_coeff_len(n, 4, mode)` and
+            # `pywt.Wavelet("db2")` break ("Unsupported method call") on 2.13.0 and 2.14.1.
+            ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo (PyWavelets is compiled code) and breaks the "
+                                   "graph; compute it outside the compiled region (in `__init__`) or in Python "
+                                   "(`dwt_coeff_len(n, L, mode)` is `(n + L - 1) // 2` for the padded modes)")
         elif q.startswith("scipy."):
             # Probed: `linear_sum_assignment(cost)` ("marked as skipped"), a SciPy ufunc of an
             # array or of a Python float ("Unsupported method call").
@@ -1064,6 +1070,19 @@ class UntraceableCall(Rule):
             return x + shift
         """,
         dynamo=BREAKS,
+    ),)
+    # pytorch_wavelets' DWT: PyWavelets' output length, computed in forward.
+    invalid = invalid + (Example(
+        """
+        import pywt
+        import torch
+
+        @torch.compile
+        def f(x):
+            n = pywt.dwt_coeff_len(x.shape[-1], 4, mode="zero")  # expect: DYN105
+            return x[..., :n] * 2
+        """,
+        dynamo=BREAKS, needs=("pywt",), inputs="(torch.rand(2, 16),)",
     ),)
     # A distribution that validates its arguments (torch-audiomentations' gain); without
     # `validate_args=True` the same draw traces.
