@@ -10,11 +10,16 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 `input()`, `open()`, RNN packing (`pack_padded_sequence`, `pad_packed_sequence`),
 `torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
 `torch.sparse_coo_tensor`, `x.to_sparse()`, `x._values()`: torch.compile does not support them), SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
-SciPy ufunc breaks even on a Python number), and
-calls of `nn.LSTM` / `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
-Also finds a branch, a `range()` or an index on a number drawn with Python's `random`
-(`if random.random() < p:`, `p = rng.randrange(n)` then `if i > p:`). A number drawn under an
-`if` and tested later is not followed: on a call that skips the draw nothing breaks.
+SciPy ufunc breaks even on a Python number), PyWavelets (`pywt.dwt_coeff_len`, compiled code),
+NumPy functions `torch._numpy` does not implement (`np.asanyarray`, `np.isin`, `np.insert`,
+`np.interp`, ...: `NUMPY_UNSUPPORTED`, measured by `bench/probe_numpy.py`), a `torch.Generator`
+passed to a random op (`torch.randn(..., generator=g)`: "Failed to convert args/kwargs to
+proxy"), `torch.distributions` built with `validate_args=True`, and calls of `nn.LSTM` /
+`nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
+Also finds a branch, a `range()`, an index or Python arithmetic (`random.randint(0, n) * 2`) on a
+number drawn with Python's `random` (`if random.random() < p:`, `p = rng.randrange(n)` then `if
+i > p:`). A number drawn under an `if` and tested later is not followed: on a call that skips
+the draw nothing breaks.
 
 ## Why it breaks the graph
 These functions live in files Dynamo does not trace ("Attempted to call function marked as
@@ -51,6 +56,11 @@ def forward(self, x):
 Time and seed outside the compiled region (around the call of the compiled model); use
 `torch.rand` instead of `random.random()` for randomness inside the model, and
 `torch.where(torch.rand(()) < p, ...)` instead of branching on a draw.
+
+## Fix (unsafe): a generator
+`generator=g` becomes `generator=None if torch.compiler.is_compiling() else g`: eager runs are
+unchanged; compiled, the draw comes from the global generator (seeded by `torch.manual_seed`), so
+a run seeded through `g` draws other numbers.
 
 ## Fix (safe, then unsafe): LayerDrop with Python's draw
 `dropout_probability = random.uniform(0, 1)` (or `random.random()` where Dynamo draws it) then
