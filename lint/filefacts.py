@@ -24,8 +24,6 @@ from .summary import ClassInfo, FileSummary, FunctionInfo
 from .walk import _LITERAL_DEFAULTS, FunctionContext, _combine_truth, _is_logical
 
 
-
-
 # NumPy math whose result on Python numbers is a 0-d array (a tensor under Dynamo): DYN106's.
 _NUMPY_MATH = frozenset({"prod", "lcm", "gcd", "sum"})
 
@@ -38,6 +36,7 @@ def _numpy_math(value: cst.BaseExpression, fa: "FileAnalyzer") -> Optional[str]:
     if q is not None and q.startswith("numpy.") and q.count(".") == 1 and q[6:] in _NUMPY_MATH:
         return q[6:]
     return None
+
 
 class FileAnalyzer:
     def __init__(self, module: cst.Module, filename: str, module_name: str, is_package: bool, options: AnalyzerOptions):

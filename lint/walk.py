@@ -79,7 +79,6 @@ _CONTAINER_TYPES = frozenset({"list", "tuple", "dict", "set"})
 _NARROWING_OPERANDS = 8  # operands of an `and` / `or` read for isinstance tests
 
 
-
 def _training_test(test: cst.BaseExpression, ctx) -> Optional[bool]:
     """True for `self.training` (`is True`, `== True`), False for `self.training is False` (`==
     False`); None for any other test (`not` is left to the caller)."""
@@ -90,6 +89,7 @@ def _training_test(test: cst.BaseExpression, ctx) -> Optional[bool]:
         if type(op) in (cst.Is, cst.Equal) and type(value) is cst.Name and value.value in ("True", "False"):
             return value.value == "True"
     return None
+
 
 class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     """Walks one function's live code in order, tracking which names hold tensors, and runs rules.
