@@ -51,6 +51,7 @@ class FileAnalyzer:
         self.pending: list[tuple[cst.CSTNode, str, str, dict, Optional[Fix], str]] = []
         self.local_functions: dict[str, cst.FunctionDef] = {}
         self.returns_tensor: dict[str, bool] = {}
+        self.returns_bool: dict[str, bool] = {}  # functions of the file returning boolean tensors only
         # Methods a subclass must provide (`raise NotImplementedError`): what they return is unknown here.
         self.abstract_methods: set[str] = set()
         self.logger_names: set[str] = set()
@@ -206,6 +207,9 @@ class FileAnalyzer:
                     ctx = probes[i] = FunctionContext(self, fn, key, cls, probe_only=True)
                     ctx.walk()
                 self.returns_tensor[key] = ctx.returns_tensor
+                # A mask helper (e2-tts' `mask_from_frac_lengths`: `return (a >= lo) & (a < hi)`):
+                # its calls in this file are boolean tensors, masks for DYN130.
+                self.returns_bool[key] = ctx.returns_tensor and ctx.returns_only_bool
                 self.returns_tuple[key] = ctx.returned_tuple_kinds()
                 self.passthrough[key] = ctx.passthrough_slots()
                 if ctx.evidence:

@@ -416,7 +416,7 @@ class KindInference:
                 methods = self.class_info.methods if self.class_info else []
                 if meth in methods:
                     key = f"{self.cls}.{meth}"
-                    known = self._known_call_kind(node, self._passthrough(key), self._returns_tensor(key))
+                    known = self._known_call_kind(node, self._passthrough(key), self._returns_tensor(key), key)
                     if known is not None:
                         return known
                     # `h = self.mix(h)` with `mix` left to subclasses: presumably a tensor in, a tensor out.
@@ -468,7 +468,7 @@ class KindInference:
                 return T
             if name in self.fa.local_functions:
                 key = f"{self.fa.summary.module}.{name}"
-                known = self._known_call_kind(node, self._passthrough(key), self._returns_tensor(key))
+                known = self._known_call_kind(node, self._passthrough(key), self._returns_tensor(key), key)
                 return U if known is None else known
             return U
         if type(func) is cst.Subscript:
@@ -476,13 +476,17 @@ class KindInference:
                 return T
         return U
 
-    def _known_call_kind(self, node: cst.Call, slots: Optional[tuple], returns_tensor: bool) -> Optional[str]:
+    def _known_call_kind(self, node: cst.Call, slots: Optional[tuple], returns_tensor: bool,
+                         key: Optional[str] = None) -> Optional[str]:
         """A call of a function whose results are known (a method or function of the file, or
         one of another file's, `lint/hints.py`): the kinds of the parameters it gives back
         (`slots`, joined with a tensor when it returns one too), else a tensor when it returns
-        one; None when neither is known."""
+        one (a boolean one where every return of the file's function `key` is); None when
+        neither is known."""
         if slots:
             return self._passthrough_kind(node, slots, returns_tensor)
+        if returns_tensor and key is not None and self.fa.returns_bool.get(key):
+            return B
         return T if returns_tensor else None
 
     def _passthrough_kind(self, node: cst.Call, slots: tuple, other_tensor: bool) -> str:

@@ -130,6 +130,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.env: dict[str, str] = {}
         self.local_types: dict[str, tuple] = {}  # loop vars over submodule lists -> edge ref
         self.returns_tensor = False
+        self.returns_only_bool = True  # every `return` gives a boolean tensor (`a >= lo & a < hi`)
         # The kinds of the tuples its `return`s give, position by position (nested tuples as
         # tuples), or None when some `return` gives another value (see returned_tuple_kinds).
         self.returned_tuples: Optional[list] = []
@@ -408,9 +409,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             saved = dict(self.env)
             for p in param_list(stmt.params):
                 self.env[p.name.value] = T if annotation_kind(p.annotation) == T else U
-            was_returns, was_tuples = self.returns_tensor, self.returned_tuples
+            was_returns, was_tuples, was_bool = self.returns_tensor, self.returned_tuples, self.returns_only_bool
             self._walk_block(stmt.body)
-            self.returns_tensor, self.returned_tuples = was_returns, was_tuples
+            self.returns_tensor, self.returned_tuples, self.returns_only_bool = was_returns, was_tuples, was_bool
             self.env = saved
             return False
         if type(stmt) is cst.ClassDef:
@@ -888,6 +889,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is None:
             self.returned_tuples = None
+            self.returns_only_bool = False
             return
         for part in _return_parts(node.value):
             if self.returned_tuples is not None:
@@ -897,8 +899,11 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                     self.returned_tuples = None
             if type(part) is cst.Name and part.value in self.param_origin:
                 self.return_params.add(part.value)  # its kind is the caller's argument's
+                self.returns_only_bool = False
                 continue
             k = self.kind(part)
+            if k != B:
+                self.returns_only_bool = False
             if k in TENSORISH:
                 self.returns_tensor = True
             elif type(part) is cst.Tuple and any(self.is_tensor(e.value) for e in part.elements):

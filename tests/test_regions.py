@@ -841,3 +841,26 @@ def test_the_right_side_of_a_not_training_test_reads_eval_mode_kinds(tmp_path):
                 return out
     """})
     assert [(r, c) for _, r, c in found] == [(15, "DYN120"), (17, "DYN120")], found
+
+
+def test_a_helper_returning_boolean_tensors_gives_masks(tmp_path):
+    # e2-tts' `mask_from_frac_lengths` returns `(seq >= start) & (seq < end)`; `loss[mask]` breaks.
+    found = lint_tree(tmp_path, {"e2.py": """
+        import torch
+        from torch import nn
+
+        def span_mask(seq_len: int, frac: torch.Tensor):
+            seq = torch.arange(seq_len)
+            start = (frac * seq_len).long()
+            return (seq[None, :] >= start[:, None]) & (seq[None, :] < seq_len)
+
+        def lengths_of(x: torch.Tensor):
+            return x.sum(-1).long()
+
+        class E2(nn.Module):
+            def forward(self, x: torch.Tensor, frac: torch.Tensor):
+                mask = span_mask(x.shape[-1], frac)
+                n = lengths_of(x)
+                return x[mask].mean() + x[:, n].sum()
+    """})
+    assert [(r, c) for _, r, c in found] == [(17, "DYN130")], found
