@@ -280,6 +280,10 @@ class KindInference:
         if type(node) is cst.Call:
             return self._call_kind(node)
         if type(node) is cst.Subscript:
+            if self.self_items:
+                item = self.self_items.get(self_dict_key(node))
+                if item is not None:
+                    return item  # `self.params = {"should_apply": mask}` earlier in this function
             if self.tensor_items and self_dict_key(node) in self.tensor_items:
                 return T  # `self.params["should_apply"]`, set to a torch tensor by a method of the class
             bk = self.kind(node.value)
@@ -448,7 +452,7 @@ class KindInference:
                 if meth in K.MAPPING_METHODS:
                     # no tensor has them: a dict (a submodule's outputs), whose values may be tensors
                     return C if meth == "items" else U
-                if meth in K.BOOL_METHODS or rk == B and meth in K.LAYOUT_METHODS:
+                if meth in K.BOOL_METHODS or rk == B and meth in K.LAYOUT_METHODS or self._to_bool(node):
                     return B
                 if rk == P and meth not in K.TENSOR_METHODS:
                     return U  # `cache.get_seq_length()`: a presumed tensor that is not one
@@ -460,6 +464,10 @@ class KindInference:
             if rk == U and meth in ("any", "all") and not any(a.keyword is not None and a.keyword.value == "axis" for a in node.args):
                 # Only tensors and arrays have these methods (both tensors under Dynamo): a boolean
                 # tensor whatever the receiver (torch-audiomentations' `params["should_apply"].any()`).
+                return B
+            if rk == U and (meth == "bool" and not node.args or self._to_bool(node)):
+                # `.bool()`, `.to(dtype=torch.bool)`: a module has neither (its `.to()` takes
+                # floating dtypes only): a boolean tensor (`dist.sample(...).to(dtype=torch.bool)`)
                 return B
             return U
         if type(func) is cst.Name:
@@ -475,6 +483,11 @@ class KindInference:
             if self._submodule_list_ref(func.value) is not None:
                 return T
         return U
+
+    def _to_bool(self, node: cst.Call) -> bool:
+        """`x.to(torch.bool)` / `x.to(dtype=torch.bool, device=...)`."""
+        return type(node.func) is cst.Attribute and node.func.attr.value == "to" and any(
+            self.qualname(a.value) == "torch.bool" for a in node.args if a.keyword is None or a.keyword.value == "dtype")
 
     def _known_call_kind(self, node: cst.Call, slots: Optional[tuple], returns_tensor: bool,
                          key: Optional[str] = None) -> Optional[str]:

@@ -145,6 +145,9 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.tensor_params: frozenset = frozenset()  # parameters bound to a (presumed) tensor
         self.tensor_attrs = fa.tensor_attrs.get(cls, set()) if cls else set()
         self.tensor_items = fa.tensor_items.get(cls, set()) if cls else set()
+        # (attribute, key) -> kind of the items of a dict this function stored on self
+        # (`self.params = {"should_apply": dist.sample(...).to(dtype=torch.bool)}`)
+        self.self_items: dict[tuple[str, str], str] = {}
         self.buffer_attrs = fa.buffer_attrs.get(cls, set()) if cls else set()
         self.all_attrs = fa.all_attrs.get(cls, set()) if cls else set()
         self.callable_attrs = fa.callable_attrs.get(cls, set()) if cls else set()
@@ -767,7 +770,23 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         for t in node.targets:
             self._bind(t.target, node.value, value_kind)
             self._visit_target(t.target)
+            attr = self.self_attr(t.target)
+            if attr is not None:
+                self._store_items(attr, node.value)
         return False
+
+    def _store_items(self, attr: str, value: cst.BaseExpression) -> None:
+        """`self.<attr> = {...}`: the kinds of its string-keyed tensor items, until rebound."""
+        for key in [k for k in self.self_items if k[0] == attr]:
+            del self.self_items[key]
+        if type(value) is not cst.Dict:
+            return
+        for el in value.elements:
+            if type(el) is cst.DictElement and type(el.key) is cst.SimpleString:
+                key = el.key.evaluated_value
+                k = self.kind(el.value)
+                if isinstance(key, str) and k in (T, B):
+                    self.self_items[(attr, key)] = k
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         if node.value is not None:

@@ -864,3 +864,41 @@ def test_a_helper_returning_boolean_tensors_gives_masks(tmp_path):
                 return x[mask].mean() + x[:, n].sum()
     """})
     assert [(r, c) for _, r, c in found] == [(17, "DYN130")], found
+
+
+def test_items_of_a_dict_stored_on_self_in_the_function(tmp_path):
+    # torch-audiomentations: `self.transform_parameters = {"should_apply": ....to(dtype=torch.bool)}`
+    # in forward, then `samples[self.transform_parameters["should_apply"]]` (a mask: a break).
+    found = lint_tree(tmp_path, {"aug.py": """
+        import torch
+        from torch import nn
+
+        class Gain(nn.Module):
+            def forward(self, samples):
+                self.params = {"apply": self.dist.sample((4,)).to(dtype=torch.bool), "name": "gain"}
+                picked = samples[self.params["apply"]]
+                if self.params["name"]:
+                    picked = picked * 2
+                self.params = {}
+                return picked + samples[self.params["apply"]]
+    """})
+    assert [(r, c) for _, r, c in found] == [(8, "DYN130")], found
+
+
+def test_a_tensor_converted_to_bool_is_a_mask(tmp_path):
+    # torch-audiomentations' `dist.sample(...).to(dtype=torch.bool, device=...)` on a distribution
+    # stored on self: `x[mask]` with it breaks.
+    found = lint_tree(tmp_path, {"aug.py": """
+        import torch
+        from torch import nn
+
+        class Gain(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.dist = torch.distributions.Bernoulli(0.5)
+
+            def forward(self, x):
+                keep = self.dist.sample((x.shape[0],)).to(dtype=torch.bool, device=x.device)
+                return x[keep]
+    """})
+    assert [(r, c) for _, r, c in found] == [(12, "DYN130")], found
