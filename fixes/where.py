@@ -32,7 +32,7 @@ import libcst as cst
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.nodes import operator_operands
-from dynalint.lint.kinds import Kind, TENSORISH
+from dynalint.lint.kinds import PYTHON_BOOL_COMPARISONS, Kind, TENSORISH
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.variables import identifiers, may_be_none, variable_names
 
@@ -394,9 +394,7 @@ TENSOR_EVIDENCE_METHODS = frozenset(
 )
 
 
-# Comparisons of whole tensors that give a Python bool, not a tensor: a test reading one cannot
-# become a tensor condition (`torch._assert_async(torch.equal(a, b))` raises TypeError).
-PYTHON_BOOL_COMPARISONS = frozenset({"equal", "allclose", "is_nonzero", "is_same_size", "is_set_to"})
+# `torch._assert_async(torch.equal(a, b))` raises TypeError: see kinds.PYTHON_BOOL_COMPARISONS.
 
 
 def _python_bool_comparison(node: cst.CSTNode, ctx: RuleContext) -> bool:

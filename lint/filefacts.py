@@ -24,8 +24,9 @@ from .summary import ClassInfo, FileSummary, FunctionInfo
 from .walk import _LITERAL_DEFAULTS, FunctionContext, _combine_truth, _is_logical
 
 
-# NumPy math whose result on Python numbers is a 0-d array (a tensor under Dynamo): DYN106's.
-_NUMPY_MATH = frozenset({"prod", "lcm", "gcd", "sum"})
+def _torch_tensor_call(q: Optional[str]) -> bool:
+    """A torch function that makes a tensor (not a module class, not a non-tensor helper)."""
+    return q is not None and q.startswith("torch.") and not torch_non_tensor(q) and not q.startswith("torch.nn.")
 
 
 def _numpy_math(value: cst.BaseExpression, fa: "FileAnalyzer") -> Optional[str]:
@@ -33,7 +34,7 @@ def _numpy_math(value: cst.BaseExpression, fa: "FileAnalyzer") -> Optional[str]:
     if type(value) is not cst.Call:
         return None
     q = fa.qualname(value.func)
-    if q is not None and q.startswith("numpy.") and q.count(".") == 1 and q[6:] in _NUMPY_MATH:
+    if q is not None and q.startswith("numpy.") and q.count(".") == 1 and q[6:] in K.NUMPY_MATH_EQUIVALENT:
         return q[6:]
     return None
 
@@ -460,13 +461,17 @@ class FileAnalyzer:
             elif type(s) is cst.ClassDef:
                 self._declare_class(s, qual)
 
-    def _makes_tensor(self, value: cst.BaseExpression) -> bool:
-        """A torch call that returns a tensor (`torch.zeros(n)`, `torch.bernoulli(p).to(device)`)."""
+    def _built_by(self, value: cst.BaseExpression) -> tuple[cst.BaseExpression, Optional[str]]:
+        """(the call a value comes from, its dotted name): `torch.zeros(n).to(self.device)`,
+        `.float()`, `.cuda()` are the tensor they convert (recbole builds every tensor attribute so)."""
         while (type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in K.TENSOR_CONVERSIONS
                and type(value.func.value) is cst.Call):
             value = value.func.value
-        q = self.qualname(value.func) if type(value) is cst.Call else None
-        return q is not None and q.startswith("torch.") and not torch_non_tensor(q) and not q.startswith("torch.nn.")
+        return value, (self.qualname(value.func) if type(value) is cst.Call else None)
+
+    def _makes_tensor(self, value: cst.BaseExpression) -> bool:
+        """A torch call that returns a tensor (`torch.zeros(n)`, `torch.bernoulli(p).to(device)`)."""
+        return _torch_tensor_call(self._built_by(value)[1])
 
     def _scan_attr_assignments(self, fn: cst.FunctionDef, cls: str, info: ClassInfo) -> None:
         tensor_attrs = self.tensor_attrs[cls]
@@ -502,17 +507,12 @@ class FileAnalyzer:
                             if stored is not None and stored not in info.attr_callables.get(attr, ()):
                                 info.attr_callables.setdefault(attr, []).append(stored)
                             continue
-                        # `torch.zeros(n).to(self.device)`, `.float()`, `.cuda()`: the tensor it was
-                        # (recbole builds every tensor attribute so)
-                        while (type(value.func) is cst.Attribute and value.func.attr.value in K.TENSOR_CONVERSIONS
-                               and type(value.func.value) is cst.Call):
-                            value = value.func.value
-                        q = self.qualname(value.func) if type(value) is cst.Call else None
+                        value, q = self._built_by(value)
                         if q is not None and q.rsplit(".", 1)[-1][:1].isupper() and not self._builds_rnn(q):
                             self._non_rnn_modules.setdefault(cls, set()).add(attr)
                         if q is not None and (
                             q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer")
-                            or (q.startswith("torch.") and not torch_non_tensor(q) and not q.startswith("torch.nn."))
+                            or _torch_tensor_call(q)
                         ):
                             tensor_attrs.add(attr)
                             if q in ("torch.nn.Buffer", "torch.nn.parameter.Buffer"):

@@ -280,12 +280,13 @@ class KindInference:
         if type(node) is cst.Call:
             return self._call_kind(node)
         if type(node) is cst.Subscript:
-            if self.self_items:
-                item = self.self_items.get(self_dict_key(node))
+            if self.self_items or self.tensor_items:
+                key = self_dict_key(node)
+                item = self.self_items.get(key)
                 if item is not None:
                     return item  # `self.params = {"should_apply": mask}` earlier in this function
-            if self.tensor_items and self_dict_key(node) in self.tensor_items:
-                return T  # `self.params["should_apply"]`, set to a torch tensor by a method of the class
+                if key in self.tensor_items:
+                    return T  # `self.params["should_apply"]`, set to a torch tensor by a method of the class
             bk = self.kind(node.value)
             if bk in TENSORISH:
                 return bk

@@ -98,6 +98,12 @@ NON_TENSOR_METHODS = frozenset(
     register_hook backward dim_order is_sparse is_quantized is_meta
     """.split()
 )
+# NumPy math whose result on Python numbers is a 0-d array (a tensor under Dynamo), and its
+# Python equivalent on numbers (DYN106 and its fix; attributes set with it, lint.filefacts).
+NUMPY_MATH_EQUIVALENT = {"lcm": "math.lcm", "gcd": "math.gcd", "prod": "math.prod", "sum": "sum"}
+# Whole-tensor comparisons that give a Python bool, not a tensor: they read values, and a test
+# reading one cannot become a tensor condition (DYN120 offers no fix; fixes/where.py).
+PYTHON_BOOL_COMPARISONS = frozenset({"equal", "allclose", "is_nonzero", "is_same_size", "is_set_to"})
 # Methods of dicts that tensors do not have: a "tensor" they are called on is a mapping. (Not
 # `values()`: sparse tensors have it, `x.coalesce().values()`.)
 MAPPING_METHODS = frozenset({"items", "keys", "get", "setdefault", "popitem", "update"})

@@ -254,14 +254,18 @@ _NUMERIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Boolean
 _NUMBER_BUILTINS = frozenset({"abs", "int", "float", "round"})
 
 
-def _mentions_draw(expr, ctx, state: dict) -> bool:
+def _mentions_draw(expr, ctx, state: dict, arithmetic: Optional[list] = None) -> bool:
     """Does expr compute with a drawn number: a draw call or a name bound to one, reached only
-    through arithmetic, comparisons and `and`/`or`/`not` (`exists(i)` or `xs[i]` are not)."""
+    through arithmetic, comparisons and `and`/`or`/`not` (`exists(i)` or `xs[i]` are not)?
+    `arithmetic`, when given, collects the binary operations the search passed through (all of
+    them when the answer is no)."""
     drawn = state.get("drawn", ())
     stack = [expr]
     while stack:
         sub = stack.pop()
         t = type(sub)
+        if arithmetic is not None and t is cst.BinaryOperation:
+            arithmetic.append(sub)
         if t is cst.Name:
             if sub.value in drawn:
                 return True
@@ -456,6 +460,12 @@ class UntraceableCall(Rule):
         state = ctx.rule_state(self.code)
         done = state.setdefault("arithmetic", set())
         if id(node) in done:
+            return
+        passed: list = []
+        if not _mentions_draw(node, ctx, state, passed):
+            # No draw in it, nor in the arithmetic it holds: those are not asked again (each
+            # level of `k + k + ... + k` searching its left side again cost N squared).
+            done.update(map(id, passed))
             return
         sides = (node.left, node.right)
         drawn = [_mentions_draw(side, ctx, state) for side in sides]

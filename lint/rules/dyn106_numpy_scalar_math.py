@@ -33,12 +33,13 @@ raises and `sum` adds along the first axis only).
 
 import libcst as cst
 
+from ..kinds import NUMPY_MATH_EQUIVALENT
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 from ..sourceinfo import source_info
 from ..variables import variable_reads
 
 # numpy function -> its Python equivalent on Python numbers, and how many positional arguments.
-MATH_EQUIVALENT = {"lcm": "math.lcm", "gcd": "math.gcd", "prod": "math.prod", "sum": "sum"}
+MATH_EQUIVALENT = NUMPY_MATH_EQUIVALENT
 _ARITY = {"lcm": 2, "gcd": 2, "prod": 1, "sum": 1}
 
 # Callables whose arguments must be Python numbers (sizes, counts, ranges).

@@ -147,6 +147,7 @@ import libcst as cst
 
 from ..draws import comparison_with_draw, guarded_probability
 from ..fastcst import iter_nodes
+from ..kinds import PYTHON_BOOL_COMPARISONS
 from ..nodes import dotted, is_string_literal
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
@@ -223,8 +224,7 @@ def _reads_python_bool(expr) -> bool:
     """Does the test call `torch.equal` / `allclose` (or the methods)? They break the graph
     themselves and give a Python bool: no rewrite of the test removes that (`torch.where` and
     `torch._assert_async` would even fail on the bool)."""
-    return any(type(n) is cst.Call and type(n.func) is cst.Attribute
-               and n.func.attr.value in ("equal", "allclose", "is_nonzero", "is_same_size", "is_set_to")
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in PYTHON_BOOL_COMPARISONS
                for n in iter_nodes(expr))
 
 
