@@ -47,6 +47,7 @@ def format_text(findings: list[Finding], sources: Optional[dict[str, str]] = Non
     out = []
     sources = sources or {}
     lines_cache: dict[str, list[str]] = {}
+    shown: dict[tuple[str, int], tuple[str, bool]] = {}  # (file, row) -> (line with tabs expanded, has tabs)
     for f in findings:
         out.append(f"{f.filename}:{f.row}:{f.column}: {f.code} {_fix_mark(f, unsafe)}{f.message}\n")
         text = sources.get(f.filename)
@@ -56,12 +57,20 @@ def format_text(findings: list[Finding], sources: Optional[dict[str, str]] = Non
         if lines is None:  # not setdefault: that would split the whole file again for every finding
             lines = lines_cache[f.filename] = text.splitlines()
         if 1 <= f.row <= len(lines):
-            # Tabs are shown as 4 spaces so that the caret lines up in any terminal.
-            line = lines[f.row - 1].expandtabs(4)
             raw = lines[f.row - 1]
+            # Expanded once per line: many findings on one very long line (generated code) would
+            # otherwise cost the line's length each.
+            line, tabs = shown.get((f.filename, f.row)) or shown.setdefault(
+                (f.filename, f.row), (raw.expandtabs(4), "\t" in raw))
             end = f.end_column if f.end_row == f.row else len(raw) + 1
-            before = len(raw[: f.column - 1].expandtabs(4))
-            width = max(1, len(raw[: end - 1].expandtabs(4)) - before)
+            end = min(end, len(raw) + 1)
+            if tabs:
+                # Tabs are shown as 4 spaces so that the caret lines up in any terminal.
+                before = len(raw[: f.column - 1].expandtabs(4))
+                width = max(1, len(raw[: end - 1].expandtabs(4)) - before)
+            else:
+                before = min(f.column - 1, len(raw))
+                width = max(1, end - 1 - before)
             line, before, width = _window(line, before, width)
             gutter = f"{f.row:>4} | "
             out.append(f"{gutter}{line}\n")

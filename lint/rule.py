@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Any, Callable, ClassVar, ContextManager, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, ClassVar, ContextManager, Iterator, Mapping, Optional, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -64,6 +64,15 @@ class RuleContext(Protocol):
         """The nodes around the one being checked, outermost first: statements, compound
         statements whose header or block is being walked (`try`, `for`, `with`; an `if` while its
         test is), and expressions (`x if t else y`, `a and b`)."""
+
+    def iter_ancestors(self) -> "Iterator[cst.CSTNode]":
+        """The same nodes, innermost first, without copying them (a search that stops early
+        costs what it reads; do not walk the tree while iterating)."""
+
+    def innermost_statement(self) -> "Optional[cst.CSTNode]":
+        """The innermost statement around the node being checked (`Raise`, `Assign`, a simple
+        statement line, the `if` whose test is walked...), found without reading the
+        expressions between (a long `a and b and ...` nests N deep)."""
 
     def assuming(self, test: "cst.BaseExpression", holds: bool = True) -> "ContextManager[None]":
         """A context in which kinds are those where `test` held (or failed): the right side of

@@ -74,6 +74,15 @@ _RUNTIME_ERRORS = frozenset({
     "RuntimeError", "MemoryError", "torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError",
 })
 _LITERAL_DEFAULTS = {"None": None, "True": True, "False": False}
+# Where a search for the statement around a node stops: expressions nest in statements, never the
+# other way round (lambdas, which could, are not walked into).
+_STATEMENT_LEVEL = frozenset(
+    c for c in vars(cst).values()
+    if isinstance(c, type) and issubclass(c, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.BaseSuite,
+                                              cst.SimpleStatementLine, cst.Else, cst.ExceptHandler,
+                                              cst.ExceptStarHandler, cst.Finally, cst.MatchCase, cst.Module))
+)
+_STATEMENT_LINES = (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.While, cst.For)
 _NUMBER_TYPES = frozenset({"int", "float", "str", "bool", "complex"})
 _CONTAINER_TYPES = frozenset({"list", "tuple", "dict", "set"})
 _NARROWING_OPERANDS = 8  # operands of an `and` / `or` read for isinstance tests
@@ -168,6 +177,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         # Ancestors of the node being checked, outermost first (statements included), so that a
         # fix can find the statement and block around a finding.
         self.stack: list[cst.CSTNode] = []
+        self._statement_memo: dict[int, tuple] = {}  # see _statement_index
         # Tests of the `if` statements whose body is being walked, outermost first.
         self.branch_tests: list[cst.BaseExpression] = []
         # Names an `if self.training:` block (without else) rebound: their kinds in eval mode
@@ -730,25 +740,61 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         if leave_hook is not None:
             leave_hook(self, original_node)
 
+    def _statement_index(self, top: Optional[int] = None) -> int:
+        """Index in the stack of the innermost statement-level node at or below `top` (the top of
+        the stack by default), -1 if none. Remembered for each expression node passed (with its
+        place in the stack, checked on reuse): in a chain of N nested expressions (`a and b and
+        ...`, `x + x + ...`) each node's search would otherwise walk the whole chain again."""
+        stack, memo = self.stack, self._statement_memo
+        i = len(stack) - 1 if top is None else top
+        passed = []
+        found = -1
+        while i >= 0:
+            node = stack[i]
+            if type(node) in _STATEMENT_LEVEL:
+                found = i
+                break
+            hit = memo.get(id(node))
+            if hit is not None and hit[0] is node and hit[1] == i and (hit[2] < 0 or stack[hit[2]] is hit[3]):
+                found = hit[2]
+                break
+            passed.append(i)
+            i -= 1
+        statement = stack[found] if found >= 0 else None
+        for k in passed:
+            memo[id(stack[k])] = (stack[k], k, found, statement)
+        return found
+
+    def innermost_statement(self) -> Optional[cst.CSTNode]:
+        index = self._statement_index()
+        return self.stack[index] if index >= 0 else None
+
     @property
     def statement(self) -> Optional[cst.CSTNode]:
         """The innermost simple statement line (or compound statement header) being checked."""
-        for node in reversed(self.stack):
-            if type(node) in (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.While, cst.For):
-                return node
+        index = self._statement_index()
+        while index >= 0:
+            if type(self.stack[index]) in _STATEMENT_LINES:
+                return self.stack[index]
+            index = self._statement_index(index - 1)
         return None
 
     def in_assignment_target(self) -> bool:
         return self.storing
 
     def is_augmented_target(self, node: cst.CSTNode) -> bool:
-        return any(type(a) is cst.AugAssign and a.target is node for a in reversed(self.stack))
+        # Only the innermost statement can be that assignment: a target holds no statement.
+        around = self.innermost_statement()
+        return type(around) is cst.AugAssign and around.target is node
 
     def enclosing_tests(self) -> tuple:
         return tuple(self.branch_tests)
 
     def ancestors(self) -> tuple:
         return tuple(self.stack)
+
+    def iter_ancestors(self):
+        return reversed(self.stack)
 
     @property
     def file_classes(self) -> dict:

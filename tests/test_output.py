@@ -193,3 +193,17 @@ def test_clean_run_says_so_and_exits_0(model):
     result = check("clean.py")
     assert result.exit_code == 0 and result.output.strip() == "All checks passed!"
     assert json.loads(check("--output-format", "json", "clean.py").output) == []
+
+
+def test_findings_on_one_long_line_each_get_their_caret():
+    # Generated code with many findings on one line: the line is prepared once, each caret still
+    # sits under its own span (with and without a tab before it).
+    for indent in ("", "\t"):
+        line = indent + "y = " + " + ".join(f"print({i})" for i in range(300))
+        spans = [(line.index(f"print({i})") + 1, len(f"print({i})")) for i in (0, 150, 299)]
+        found = [Finding("DYN101", "`print()`", "gen.py", 1, col, 1, col + n) for col, n in spans]
+        out = format_text(found, sources={"gen.py": line + "\n"}).splitlines()
+        for k, (col, n) in enumerate(spans):
+            shown, caret = out[3 * k + 1], out[3 * k + 2]
+            start = caret.index("^")
+            assert caret.count("^") == n and shown[start:start + n] == line[col - 1:col - 1 + n]

@@ -51,3 +51,33 @@ def test_the_walk_provides_the_whole_rule_context():
     missing = sorted(name for name in API if not hasattr(ctx, name))
     assert missing == []
     assert len(API) >= 20
+
+
+def _context(source: str):
+    module = cst.parse_module(source)
+    fa = FileAnalyzer(module, "m.py", "m", False, AnalyzerOptions())
+    fa.scan_module_level()
+    fn = next(s for s in module.body if type(s) is cst.FunctionDef)
+    return FunctionContext(fa, fn, "m.f", None), fn
+
+
+def test_statement_searches_stop_at_the_innermost_statement_and_follow_the_stack():
+    ctx, fn = _context("def f(x, m):\n    x[m] += 1\n    raise ValueError(x and m)\n")
+    aug_line, raise_line = fn.body.body
+    aug = aug_line.body[0]
+    # x[m] inside `x[m] += 1`: the statement, the augmented assignment and its target.
+    ctx.stack[:] = [aug_line, aug]
+    assert ctx.statement is aug_line and ctx.innermost_statement() is aug
+    assert ctx.is_augmented_target(aug.target) and not ctx.is_augmented_target(aug.value)
+    # The same questions after the stack moved on (answers remembered per node are checked).
+    raise_ = raise_line.body[0]
+    call = raise_.exc
+    boolop = call.args[0].value
+    ctx.stack[:] = [raise_line, raise_, call, call.args[0], boolop]
+    assert ctx.innermost_statement() is raise_ and ctx.statement is raise_line
+    assert not ctx.is_augmented_target(boolop.left)
+    assert list(ctx.iter_ancestors()) == list(reversed(ctx.ancestors()))
+    ctx.stack[:] = [aug_line, aug, aug.target]
+    assert ctx.innermost_statement() is aug
+    ctx.stack[:] = [call, call.args[0], boolop]  # no statement on the stack
+    assert ctx.innermost_statement() is None and ctx.statement is None

@@ -74,7 +74,7 @@ FLAG_REDUCTIONS = frozenset(("any", "all"))
 
 
 def _in_raise(ctx: RuleContext) -> bool:
-    return any(type(a) is cst.Raise for a in ctx.ancestors())
+    return type(ctx.innermost_statement()) is cst.Raise
 
 
 
@@ -130,7 +130,7 @@ def _value_comparison(node: cst.Call, ctx: RuleContext):
 
 def _branch_test(node: cst.Call, ctx: RuleContext) -> bool:
     """Is the call (or `not` of it) the whole test of the `if` / `while` / conditional around it?"""
-    for a in reversed(ctx.ancestors()):
+    for a in ctx.iter_ancestors():
         if type(a) is cst.UnaryOperation and type(a.operator) is cst.Not:
             continue
         if type(a) in (cst.If, cst.While, cst.IfExp):

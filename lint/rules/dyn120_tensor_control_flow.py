@@ -239,13 +239,27 @@ def _early_exit(branch):
 
 
 def _heading_if(ctx: RuleContext):
-    """The `if` whose test is being walked (None inside an expression such as `a if t else b`)."""
-    for node in reversed(ctx.ancestors()):
-        if type(node) is cst.If:
-            return node
-        if type(node) not in (cst.BooleanOperation, cst.UnaryOperation):
-            return None
-    return None
+    """The `if` whose test is being walked (None inside an expression such as `a if t else b`).
+    Each `and` / `or` / `not` passed keeps the answer (by id, checked to be the same node): each
+    operand of an N-term chain asks, and the chain nests N deep."""
+    memo = ctx.rule_state("DYN120").setdefault("heading_if", {})
+    passed = []
+    found = None
+    for node in ctx.iter_ancestors():
+        t = type(node)
+        if t is cst.BooleanOperation or t is cst.UnaryOperation:
+            hit = memo.get(id(node))
+            if hit is not None and hit[0] is node:
+                found = hit[1]
+                break
+            passed.append(node)
+            continue
+        if t is cst.If:
+            found = node
+        break
+    for node in passed:
+        memo[id(node)] = (node, found)
+    return found
 
 
 def _is_dtype_or_device_check(node, memo: dict) -> bool:
@@ -290,7 +304,7 @@ def _truth_tested(node: cst.BooleanOperation, ctx: RuleContext) -> bool:
     """Is the value of `a and b` / `a or b` itself tested for truth (an `if`, `while`, `assert`,
     conditional or `not` test, `bool()`, or the left side of an enclosing `and` / `or`)?"""
     current = node
-    for around in reversed(ctx.ancestors()):
+    for around in ctx.iter_ancestors():
         if around is current:
             continue
         t = type(around)
