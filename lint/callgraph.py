@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from .kinds import P, T, TENSORISH
+from .summary import BUILTIN_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from .filefacts import FileAnalyzer
@@ -35,6 +36,7 @@ def submodule_types(value: cst.BaseExpression, fa: FileAnalyzer) -> list[str]:
         return out
     if q.startswith("torch."):
         return []
+    q = fa.global_name(q)
     last = q.rsplit(".", 1)[-1]
     # A class by its capital, or a class of this file whatever its name (normflows' `iResBlock`)
     return [q] if last[:1].isupper() or (last in fa._class_names and q == f"{fa.summary.module}.{last}") else []
@@ -148,8 +150,13 @@ class CallEdges:
         if edge is None or edge[0] != "name":
             return
         dotted_callee = edge[1]
-        if dotted_callee.startswith(f"{self.fa.summary.module}."):
-            return  # local classes: their forward's parameters are presumed tensors already
+        own = f"{self.fa.summary.module}."
+        if dotted_callee.startswith(own):
+            head = dotted_callee[len(own):].split(".")[0]
+            if head in self.fa.local_functions or head in self.fa._class_names:
+                # local classes: their forward's parameters are presumed tensors already
+                return
+            # else a star-imported name (`global_name`): the project finds its file
         for i, arg in enumerate(node.args):
             if arg.star:
                 break
@@ -242,6 +249,8 @@ class CallEdges:
                 return None
             if name in self.fa.local_functions or name in self.fa.summary.imports or name in self.fa._class_names:
                 return ("name", self.fa.resolve(name))
+            if self.fa.star_modules and name not in BUILTIN_NAMES:
+                return ("name", self.fa.global_name(name))  # perhaps from `from .x import *`
             return None
         if type(func) is cst.Attribute:
             recv = func.value

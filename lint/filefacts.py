@@ -20,7 +20,7 @@ from .inference import torch_non_tensor
 from .nodes import dotted, iter_code_nodes, self_dict_key
 from .options import AnalyzerOptions
 from .parsing import module_scans
-from .summary import ClassInfo, FileSummary, FunctionInfo
+from .summary import BUILTIN_NAMES, STAR_PREFIX, ClassInfo, FileSummary, FunctionInfo
 from .walk import _LITERAL_DEFAULTS, FunctionContext, _combine_truth, _is_logical
 
 
@@ -51,6 +51,9 @@ class FileAnalyzer:
         self.rules_by_type = rules_by_node_type(options.rule_codes)
         self.pending: list[tuple[cst.CSTNode, str, str, dict, Optional[Fix], str]] = []
         self.local_functions: dict[str, cst.FunctionDef] = {}
+        # Modules this file star-imports (`from .layers import *`): a name bound nowhere else may
+        # come from them (`global_name`); the project looks it up there.
+        self.star_modules: list[str] = []
         self.returns_tensor: dict[str, bool] = {}
         self.returns_bool: dict[str, bool] = {}  # functions of the file returning boolean tensors only
         # Methods a subclass must provide (`raise NotImplementedError`): what they return is unknown here.
@@ -147,6 +150,15 @@ class FileAnalyzer:
         d = dotted(node)
         return self.resolve(d) if d is not None else None
 
+    def global_name(self, q: str) -> str:
+        """A resolved name as the project looks it up: a bare name bound nowhere in a file with
+        star imports is the module's own (`pkg.a.Block` after `from .layers import *` in pkg.a;
+        the project finds it in the star-imported modules). Builtins stay as they are. Only for
+        names that leave the file (call edges, bases, submodule types): rules keep `resolve`."""
+        if self.star_modules and "." not in q and q not in BUILTIN_NAMES:
+            return f"{self.summary.module}.{q}"
+        return q
+
     def _relative(self, level: int, module: Optional[str]) -> str:
         parts = self.summary.module.split(".")
         if not self.is_package:
@@ -176,6 +188,11 @@ class FileAnalyzer:
                 level = len(node.relative)
                 base = self._relative(level, mod) if level else (mod or "")
                 if type(node.names) is cst.ImportStar:
+                    if base and base not in self.star_modules:
+                        self.star_modules.append(base)
+                        # Kept with the imports (a key no name can be): the project reads it there,
+                        # and a changed star import changes the file's interface.
+                        imports[STAR_PREFIX + base] = base
                     continue
                 for alias in node.names:
                     name = alias.name.value if type(alias.name) is cst.Name else dotted(alias.name)
@@ -427,7 +444,7 @@ class FileAnalyzer:
                 expr = expr.value
             q = self.qualname(expr)
             if type(expr) is cst.Name and q == expr.value:
-                q = self.class_aliases.get(q, q)
+                q = self.global_name(self.class_aliases.get(q, q))
             if q is not None:
                 bases.append(q)
         body = node.body.body if type(node.body) is cst.IndentedBlock else ()

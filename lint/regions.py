@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Optional
 
-from .summary import ClassInfo, FileSummary, FunctionInfo
+from .summary import STAR_PREFIX, ClassInfo, FileSummary, FunctionInfo
 from .kinds import AUTOGRAD_FUNCTION_BASES, NON_MODULE_BASES, RNN_BASES
 
 
@@ -230,6 +230,8 @@ class Project(ClassResolver):
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.aliases: dict[str, str] = {}
+        self.star_modules: dict[str, list[str]] = {}  # module -> the modules it star-imports
+        self._star_lookups: set[str] = set()  # names being looked up in star imports (cycles)
         self.modules: set[str] = set()
         self.registries = {}
         for s in self.summaries:
@@ -238,7 +240,10 @@ class Project(ClassResolver):
             self.functions.update(s.functions)
             self.registries.update(s.registries)
             for local, target in s.imports.items():
-                self.aliases[f"{s.module}.{local}"] = target
+                if local.startswith(STAR_PREFIX):
+                    self.star_modules.setdefault(s.module, []).append(target)
+                else:
+                    self.aliases[f"{s.module}.{local}"] = target
         self.extra_roots = list(extra_roots)
         self._canonical_cache: dict[str, str] = {}
         # When a set: gets every name a canonical() walk looks at (`boundaries` reads it); when
@@ -349,6 +354,12 @@ class Project(ClassResolver):
             if head and head in self.aliases:
                 name = f"{self.aliases[head]}.{last}"
                 continue
+            # pkg.mod.Block where pkg.mod star-imports the module defining it (or re-exporting
+            # it): the first such module, in the file's order.
+            found = self._star_import_of(head, last) if head in self.star_modules else None
+            if found is not None:
+                name = found
+                continue
             break
         if self.visited is not None:
             self.visited.update(seen)
@@ -356,6 +367,21 @@ class Project(ClassResolver):
             if self._foreign is not None:
                 self._chains[start] = (*seen, name)
         return name
+
+    def _star_import_of(self, module: str, last: str) -> Optional[str]:
+        """The class or function `module.last` is, when `module` has it from a star import."""
+        key = f"{module}.{last}"
+        if key in self._star_lookups:  # modules star-importing each other
+            return None
+        self._star_lookups.add(key)
+        try:
+            for source in self.star_modules[module]:
+                found = self.canonical(f"{source}.{last}")
+                if found in self.classes or found in self.functions:
+                    return found
+        finally:
+            self._star_lookups.discard(key)
+        return None
 
     def _own(self, cls: str) -> str:
         """`canonical(cls)`, but a class of the linted files asked about itself (the roots

@@ -6,11 +6,18 @@ Kept apart from the analyzer so that a run served from the cache never imports l
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from dynalint.findings import Finding
+
+# `FileSummary.imports` keys for star imports (`from .layers import *` -> {"*pkg.layers":
+# "pkg.layers"}): no local name starts so.
+STAR_PREFIX = "*"
+# Names Python binds in every module: a bare one is never a star-imported name.
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 @dataclass

@@ -902,3 +902,80 @@ def test_a_tensor_converted_to_bool_is_a_mask(tmp_path):
                 return x[keep]
     """})
     assert [(r, c) for _, r, c in found] == [(12, "DYN130")], found
+
+
+STAR_TREE = {
+    "pkg/__init__.py": "from .layers import *\nfrom .model import *\n",
+    "pkg/layers.py": """
+        from torch import nn
+
+        def helper(x):
+            print("helper", x.shape)
+            return x
+
+        def gate(x):
+            if x.mean() > 0:
+                return x
+            return x + 1
+
+        class Base(nn.Module):
+            pass
+
+        class Block(nn.Module):
+            def forward(self, x):
+                print("block")
+                return x
+    """,
+    "pkg/model.py": """
+        from .layers import *
+        from .model2 import *
+
+        class Net(Base):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+
+            def forward(self, x):
+                y = gate(x)
+                z = helper(x)
+                print(len(x), isinstance(x, tuple))
+                return self.block(x)
+
+        class NotAModule(object):
+            def forward(self, x):
+                print(x)
+    """,
+    # Star imports in a cycle: looked up once each, no endless search.
+    "pkg/model2.py": "from .model import *\n",
+}
+
+
+def test_names_from_star_imports_are_followed(tmp_path):
+    # `helper` and `gate` come from `from .layers import *`, `Base` too (so Net is a module):
+    # their findings are reported; builtins (`print`, `len`, `isinstance`) stay builtins.
+    found = lint_tree(tmp_path, STAR_TREE)
+    assert found == [
+        ("pkg/layers.py", 5, "DYN101"),
+        ("pkg/layers.py", 9, "DYN120"),  # `x` is a tensor: the call site's hint crossed the star import
+        ("pkg/layers.py", 18, "DYN101"),
+        ("pkg/model.py", 13, "DYN101"),  # not NotAModule's print
+    ]
+
+
+def test_a_star_import_is_part_of_the_files_interface(tmp_path):
+    from dynalint.lint.regions import Project
+
+    summaries = list(analyze_tree(tmp_path, STAR_TREE))
+    model = next(s for s in summaries if s.module == "pkg.model")
+    assert model.imports["*pkg.layers"] == "pkg.layers"
+    project = Project(summaries)
+    assert project.canonical("pkg.model.gate") == "pkg.layers.gate"
+    assert project.canonical("pkg.Block") == "pkg.layers.Block"  # re-exported by the package
+    assert project.canonical("pkg.model.missing") == "pkg.model.missing"
+    assert project.is_module("pkg.model.Net") and not project.is_module("pkg.model.NotAModule")
+    # Dropping the star import changes the names the file resolves: no in-place replace.
+    import copy
+
+    changed = copy.deepcopy(model)
+    del changed.imports["*pkg.layers"]
+    assert not project.replace(model, changed)
