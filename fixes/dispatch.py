@@ -42,6 +42,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
+from libcst.metadata import CodePosition
 
 from dynalint.findings import UNSAFE, Edit
 from dynalint.lint.fastcst import iter_nodes
@@ -105,12 +106,21 @@ def dispatch_fix(ctx: RuleContext, node: cst.CSTNode, code: str = "DYN130"):
             text = value if extra is None else f"{value}.select({mask}.dim(), {info.text(positions, extra)})"
             replacements.append((positions[sub].start, positions[sub].end, text))
         assign = single_small_statement(sink)
-        acc = info.text(positions, assign.targets[0].target.value)
-        value = assign.value
+        target = assign.targets[0]
+        acc = info.text(positions, target.target.value)
         cond = f"{mask}.reshape({mask}.shape + (1,) * ({acc}.dim() - {mask}.dim()))"
-        target_start = positions[assign.targets[0].target].start
-        replacements.append((target_start, positions[value].start, f"{acc}.copy_({torch}.where({cond}, "))
-        replacements.append((positions[value].end, positions[value].end, f", {acc}))"))
+        # `acc[mask] = value` -> `acc.copy_(torch.where(cond, value, acc))`, the value's text kept
+        # whole: an expression's position leaves out its parentheses (`= (\n a + b\n)`), so the
+        # call closes after the statement's end, past them, and opens right after the `=`.
+        before_eq, after_eq = target.whitespace_before_equal, target.whitespace_after_equal
+        if target.target.lpar or type(before_eq) is not cst.SimpleWhitespace or type(after_eq) is not cst.SimpleWhitespace \
+                or "\\" in before_eq.value + after_eq.value:
+            return None
+        target_start, target_end = positions[target.target].start, positions[target.target].end
+        value_start = CodePosition(target_end.line, target_end.column + len(before_eq.value) + 1 + len(after_eq.value))
+        replacements.append((target_start, value_start, f"{acc}.copy_({torch}.where({cond}, "))
+        statement_end = positions[assign].end
+        replacements.append((statement_end, statement_end, f", {acc}))"))
         lines = [info.line(row) for row in range(first, last + 1)]
         for start, end, text in sorted(replacements, key=lambda r: (r[0].line, r[0].column), reverse=True):
             a, b = start.line - first, end.line - first

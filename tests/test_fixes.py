@@ -3445,6 +3445,17 @@ def test_rows_routed_by_a_mask_and_written_back_through_it_become_dense_dispatch
     assert "picked = x\n" in result.text and "adapted = expert(picked).softmax(dim=-1)\n" in result.text, result.text
     assert "out.copy_(torch.where(mask.reshape(mask.shape + (1,) * (out.dim() - mask.dim())), adapted.to(out.dtype), out))" \
         in result.text, result.text
+    # A parenthesised value over several lines (nflows' cubic spline): its parentheses and its
+    # comment are kept, the call closes after them (it used to close inside: a fix that did not parse).
+    result = _dispatch("""
+        picked = x[mask]
+        out[mask] = (
+            expert(picked) * 2  # scaled
+        )
+    """)
+    assert not result.skipped and not result.remaining, (result.skipped, result.remaining)
+    assert "out.copy_(torch.where(mask.reshape(mask.shape + (1,) * (out.dim() - mask.dim())), (\n" \
+           "                expert(picked) * 2  # scaled\n            ), out))\n" in result.text, result.text
 
 
 @pytest.mark.parametrize(
