@@ -14,7 +14,8 @@ SciPy ufunc breaks even on a Python number), PyWavelets (`pywt.dwt_coeff_len`, c
 NumPy functions `torch._numpy` does not implement (`np.asanyarray`, `np.isin`, `np.insert`,
 `np.interp`, ...: `NUMPY_UNSUPPORTED`, measured by `bench/probe_numpy.py`), a `torch.Generator`
 passed to a random op (`torch.randn(..., generator=g)`: "Failed to convert args/kwargs to
-proxy"), `torch.distributions` built with `validate_args=True`, and calls of `nn.LSTM` /
+proxy"), created (`torch.Generator(device=d)`: "An opaque object was created") or seeded
+(`rng.manual_seed(s)`: "torch.Generator method") in compiled code, `torch.distributions` built with `validate_args=True`, and calls of `nn.LSTM` /
 `nn.GRU` / `nn.RNN` submodules (Dynamo does not trace cuDNN RNNs).
 Also finds a branch, a `range()`, an index or Python arithmetic (`random.randint(0, n) * 2`) on a
 number drawn with Python's `random` (`if random.random() < p:`, `p = rng.randrange(n)` then `if
@@ -60,7 +61,9 @@ Time and seed outside the compiled region (around the call of the compiled model
 ## Fix (unsafe): a generator
 `generator=g` becomes `generator=None if torch.compiler.is_compiling() else g`: eager runs are
 unchanged; compiled, the draw comes from the global generator (seeded by `torch.manual_seed`), so
-a run seeded through `g` draws other numbers.
+a run seeded through `g` draws other numbers. Offered for a generator the module or file holds
+(`self.generator`), not for one the caller passes in (a parameter: given for reproducible draws,
+which the fix would silently drop) nor one created in the function (its creation breaks anyway).
 
 ## Fix (safe, then unsafe): LayerDrop with Python's draw
 `dropout_probability = random.uniform(0, 1)` (or `random.random()` where Dynamo draws it) then
@@ -283,6 +286,16 @@ def _mentions_draw(expr, ctx, state: dict, arithmetic: Optional[list] = None) ->
 _RNN_METHODS = frozenset({"forward", "flatten_parameters"})
 
 
+_GENERATOR_METHODS = frozenset({"manual_seed", "seed", "set_state", "get_state", "initial_seed", "graphsafe_set_state"})
+
+
+def _torch_generator_built(value: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`torch.Generator(...)`, or it seeded in place (`torch.Generator(device=d).manual_seed(s)`)."""
+    if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "manual_seed":
+        value = value.func.value
+    return type(value) is cst.Call and ctx.call_name(value) in ("torch.Generator", "torch._C.Generator")
+
+
 def _none_while_compiling(value: cst.BaseExpression, ctx: RuleContext) -> bool:
     """`None`, or `None if torch.compiler.is_compiling() else g` (the fix's own form)."""
     if type(value) is cst.IfExp:
@@ -310,6 +323,8 @@ class UntraceableCall(Rule):
         ("GB0055", "Failed to convert args/kwargs to proxy"),
         ("GB0213", "unimplemented builtin op on tensor arguments"),  # torch 2.11: a branch on a Random draw
         ("GB4841", "Unsupported python_type() call"),
+        ("GB0363", "An opaque object was created in the middle of the program."),  # torch.Generator(...)
+        ("GB7650", "torch.Generator method"),
     )
     node_types = (cst.Call, cst.Assign, cst.If, cst.IfExp, cst.While, cst.Subscript, cst.BinaryOperation)
 
@@ -326,6 +341,8 @@ class UntraceableCall(Rule):
             value = node.value
             if type(value) is cst.Call and ctx.call_name(value) == "random.Random":
                 kind = "generators"
+            elif _torch_generator_built(value, ctx):
+                kind = "torch_generators"  # its methods break, and the construction (reported there)
             elif _unconditional_or_default(node, ctx) and _mentions_draw(value, ctx, state):
                 # A draw bound under an `if` (`if self.quantize_dropout: i = rng.randrange(n)`)
                 # may not happen on a given call: a branch on it is not reported (precision first).
@@ -359,10 +376,29 @@ class UntraceableCall(Rule):
         if generator is not None and not _none_while_compiling(generator.value, ctx) and self._random_op(node, ctx):
             # torchtune's LayerDropout `torch.bernoulli(p, generator=self.generator)`, diffusers'
             # `randn_tensor(..., generator=g)`: probed on 2.13.0 and 2.14.1.
+            value = generator.value
+            local = type(value) is cst.Name and value.value in ctx.rule_state(self.code).get("torch_generators", ())
+            # No fix for a generator the caller passes (norse's `poisson_encode(..., generator=g)`:
+            # seeded for reproducible draws, which the global generator would silently replace) or
+            # one built here (its construction breaks anyway).
+            fixable = not local and not (type(value) is cst.Name and ctx.is_parameter(value.value))
             ctx.report(self, node, "a `torch.Generator` passed to a random op: Dynamo cannot put it in the graph and "
                                    "breaks it at every draw; draw from the global generator under compile "
                                    "(seed it with `torch.manual_seed`), or draw outside the compiled region",
-                       fix=offer_fix("generator", ctx, generator, self.code))
+                       fix=offer_fix("generator", ctx, generator, self.code) if fixable else None)
+            return
+        if _torch_generator_built(node, ctx):
+            # FrEIA's mixture sampling: "An opaque object was created in the middle of the program"
+            # (GB0363), probed on 2.13.0 and 2.14.1.
+            ctx.report(self, node, "a `torch.Generator` created in compiled code breaks the graph (Dynamo cannot "
+                                   "create it inside the graph); create it outside (in `__init__`, or by the caller), "
+                                   "or draw from the global generator")
+            return
+        if (type(func) is cst.Attribute and func.attr.value in _GENERATOR_METHODS and type(func.value) is cst.Name
+                and func.value.value in ctx.rule_state(self.code).get("torch_generators", ())):
+            # "torch.Generator method: a stateful RNG operation that cannot be soundly traced" (GB7650)
+            ctx.report(self, node, f"`.{func.attr.value}()` of a `torch.Generator` cannot be traced and breaks the "
+                                   "graph; seed it outside the compiled region")
             return
         if ctx.self_attr(func) in ctx.rnn_attrs:
             ctx.report(self, node, f"`self.{func.attr.value}` is an RNN module: Dynamo does not trace it and breaks the graph; `torch._dynamo.config.allow_rnn = True` makes it trace (`dynalint verify --try-settings` checks it)")
@@ -1078,6 +1114,36 @@ class UntraceableCall(Rule):
         """
     invalid = invalid + (Example(_generator.format(value="GEN"), dynamo=BREAKS,
                                  fixed=_generator.format(value="None if torch.compiler.is_compiling() else GEN")),)
+    # FrEIA's mixture sampling: a generator built and seeded in compiled code. The construction, the
+    # seeding and the draw each break; no fix (the caller's seed is the point of it).
+    invalid = invalid + (Example(
+        """
+        import torch
+
+        @torch.compile
+        def f(x, seed: int):
+            rng = torch.Generator(device=x.device)  # expect: DYN105
+            rng.manual_seed(seed)  # expect: DYN105
+            u = torch.rand(x.shape, generator=rng)  # expect: DYN105
+            return x + u
+        """,
+        dynamo=BREAKS,
+        inputs="(torch.rand(3), 3)",
+    ), Example(
+        # norse's Poisson encoding: a generator the caller passes (for reproducible draws) gets no fix.
+        """
+        import torch
+
+        def encode(x, generator=None):
+            return torch.rand(x.shape, generator=generator) < x  # expect: DYN105
+
+        @torch.compile
+        def f(x, g):
+            return encode(x, generator=g).float()
+        """,
+        dynamo=BREAKS,
+        inputs="(torch.rand(3), torch.Generator().manual_seed(7))",
+    ))
     # StyleGAN2's DiffAugment offset: Python arithmetic on a drawn number breaks (on 2.13 and 2.14.1).
     invalid = invalid + (Example(
         """

@@ -25,9 +25,31 @@ import libcst as cst
 
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
-FACTORIES = frozenset(
-    {"zeros", "ones", "empty", "rand", "randn", "full", "arange", "eye", "randint", "linspace", "randperm"}
-)
+# Factories and which of their arguments are Python ints: positions (None: every positional
+# argument) and keywords. `torch.full`'s fill value and `linspace`'s start and end are traced as
+# tensors (probed); `randint(low=0, high=t)` reads `t` back (torchlibrosa's DropStripes).
+INT_ARGUMENTS = {
+    "zeros": (None, {"size"}), "ones": (None, {"size"}), "empty": (None, {"size"}),
+    "rand": (None, {"size"}), "randn": (None, {"size"}), "full": ((0,), {"size"}),
+    "arange": (None, {"start", "end", "step"}), "eye": ((0, 1), {"n", "m"}),
+    "randint": (None, {"low", "high", "size"}), "linspace": ((2,), {"steps"}), "logspace": ((2,), {"steps"}),
+    "randperm": ((0,), {"n"}),
+}
+FACTORIES = frozenset(INT_ARGUMENTS)
+
+
+def _int_arguments(call: cst.Call, factory: str) -> list:
+    positions, keywords = INT_ARGUMENTS[factory]
+    out = []
+    for i, a in enumerate(call.args):
+        if a.star:
+            break
+        if a.keyword is not None:
+            if a.keyword.value in keywords:
+                out.append(a)
+        elif positions is None or i in positions:
+            out.append(a)
+    return out
 
 
 def _scalar_index(node: cst.BaseExpression, ctx: RuleContext) -> bool:
@@ -63,16 +85,16 @@ class TensorAsInt(Rule):
                         ctx.report(self, a.value, "`num_classes` from a tensor value breaks the graph; use a static number")
                 return
             if q.startswith(("torch.", "numpy.")) and q.count(".") == 1 and q.split(".")[1] in FACTORIES:
-                # `torch.full(size, fill_value)`: a tensor fill value is traced (probed), only the size counts
-                for a in node.args[:1] if q.split(".")[1] == "full" else node.args:
+                for a in _int_arguments(node, q.split(".")[1]):
                     sizes = a.value.elements if type(a.value) in (cst.Tuple, cst.List) else [a]
                     if q.startswith("numpy.") and all(ctx.is_numpy_of_numbers(el.value) or not ctx.is_definite_tensor(el.value)
                                                       for el in sizes):
                         # `np.arange(h, np.ceil(len(x) / h) * h, h)` (nnAudio): NumPy math on sizes
                         # feeds a NumPy factory without a break (probed on 2.13.0 and 2.14.1)
                         continue
-                    if a.keyword is None and any(ctx.is_definite_tensor(el.value) for el in sizes):
-                        ctx.report(self, a.value, f"size of `{q}()` from a tensor value breaks the graph; use a shape or a constant")
+                    if any(ctx.is_definite_tensor(el.value) for el in sizes):
+                        what = f"`{a.keyword.value}` of `{q}()`" if a.keyword is not None else f"size of `{q}()`"
+                        ctx.report(self, a.value, f"{what} from a tensor value breaks the graph; use a shape or a constant")
                         return
             return
         if type(node) is cst.Assign:
@@ -176,8 +198,33 @@ class TensorAsInt(Rule):
             """,
             dynamo=BREAKS,
         ),
+        Example(
+            # torchlibrosa's DropStripes: a drawn width bounds the next draw.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                distance = torch.randint(low=0, high=3, size=(1,))[0]
+                start = torch.randint(low=0, high=x.shape[0] - distance, size=(1,))  # expect: DYN131
+                return x * start
+            """,
+            dynamo=BREAKS,
+        ),
     )
     valid = (
+        Example(
+            # norse's population encoding: a tensor as `linspace`'s end is traced; `steps` is the size.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                return torch.linspace(0, x.max(), 5) * 2
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.rand(2, 8),)",
+        ),
         Example(
             # nnAudio's CFP: NumPy math on a length feeds a NumPy factory; Dynamo traces it.
             """
