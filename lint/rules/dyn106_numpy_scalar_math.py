@@ -33,7 +33,7 @@ raises and `sum` adds along the first axis only).
 
 import libcst as cst
 
-from ..kinds import NUMPY_MATH_EQUIVALENT
+from ..kinds import NUMPY_MATH_EQUIVALENT, Kind
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 from ..sourceinfo import source_info
 from ..variables import variable_reads
@@ -76,7 +76,10 @@ def _climb(info, ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
         parent = info.parent(cur)
         if isinstance(parent, cst.BinaryOperation):
             other = parent.right if parent.left is cur else parent.left
-            if ctx.is_tensor(other):
+            # Arithmetic with a tensor is traced; with a value of unknown kind it may be (a name
+            # bound later than the call, whose kind is asked here: spikingjelly's `var * fan_in`
+            # with `var = torch.var(...)` on the next line): only numbers are climbed through.
+            if ctx.is_tensor(other) or ctx.kind(other) not in (Kind.SIZE, Kind.NOT_TENSOR):
                 return cur
             cur = parent
         elif isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, (cst.Minus, cst.Plus)):
@@ -276,6 +279,29 @@ class NumpyScalarMath(Rule):
         ),
     )
     valid = (
+        Example(
+            # spikingjelly's weight standardisation: the fan-in only scales a tensor computed on
+            # the next line (traced).
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class M(nn.Linear):
+                def __init__(self):
+                    super().__init__(6, 4)
+
+                def get_weight(self):
+                    fan_in = np.prod(self.weight.shape[1:])
+                    var = torch.var(self.weight, dim=1, keepdim=True)
+                    return self.weight / ((var * fan_in + 1e-4) ** 0.5)
+
+                def forward(self, x):
+                    return nn.functional.linear(x, self.get_weight(), self.bias)
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(2, 6),)",
+        ),
         Example(
             """
             import math
