@@ -979,3 +979,38 @@ def test_a_star_import_is_part_of_the_files_interface(tmp_path):
     changed = copy.deepcopy(model)
     del changed.imports["*pkg.layers"]
     assert not project.replace(model, changed)
+
+
+def test_a_function_of_a_module_attribute_from_another_file_is_no_counter(tmp_path):
+    # snntorch's LinearLeaky: `self.mem = self.state_quant(self.mem)` applies a function stored by
+    # a base class in another file; nothing recompiles (measured), so DYN203 says nothing. A
+    # counter on the same attribute is still reported.
+    found = lint_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": """
+            import torch
+            from torch import nn
+
+            class Base(nn.Module):
+                def __init__(self, state_quant=False):
+                    super().__init__()
+                    self.state_quant = state_quant
+                    self.beta = nn.Parameter(torch.tensor(0.9))
+                    self.calls = 0
+
+                def _base_state_function(self, x):
+                    return self.beta * x
+        """,
+        "pkg/model.py": """
+            from .base import Base
+
+            class M(Base):
+                def forward(self, x):
+                    self.mem = self._base_state_function(x)
+                    if self.state_quant:
+                        self.mem = self.state_quant(self.mem)
+                    self.calls = self.calls + 1
+                    return self.mem
+        """,
+    })
+    assert found == [("pkg/model.py", 9, "DYN203")]  # the counter only

@@ -32,6 +32,7 @@ and `self.num_calls.add_(1)`), or count outside the model.
 import libcst as cst
 
 from .. import fastcst
+from ..kinds import Kind
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext, offer_fix
 
 
@@ -67,6 +68,17 @@ def _paired(target: cst.BaseExpression, value: cst.BaseExpression) -> list:
             and len(target.elements) == len(value.elements):
         return [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
     return [(target, value)]
+
+
+def _opaque_call(value: cst.BaseExpression, attr: str, ctx) -> bool:
+    """A call of something other than a method of the attribute itself, whose result is of
+    unknown kind (no number, size or container)."""
+    if type(value) is not cst.Call:
+        return False
+    func = value.func
+    if type(func) is cst.Attribute and ctx.self_attr(func.value) == attr:
+        return False  # `self.m.to(dtype)`, `self.items.copy()`
+    return ctx.kind(value) not in (Kind.NOT_TENSOR, Kind.SIZE, Kind.CONTAINER)
 
 
 def _float_attrs(ctx) -> frozenset:
@@ -120,6 +132,10 @@ class SelfMutation(Rule):
             reads = [n for n in _attrs_in(node.value) if ctx.self_attr(n) == attr]
             if any(_tests_dtypes_of(test, attr, ctx) for test in ctx.enclosing_tests()):
                 continue  # converted only when a dtype differs: no change on later calls
+            if reads and _opaque_call(node.value, attr, ctx):
+                # `self.mem = self.state_quant(self.mem)` (snntorch): a function of the value, not a
+                # counter; what it returns is unknown here (a tensor: no guard on its value).
+                continue
             if reads and not ctx.is_tensor(node.value):
                 fix = offer_fix("module_to", ctx, node, self.code)
                 if fix is not None:  # `self.m = self.m.to(dtype)` on a submodule
