@@ -45,7 +45,7 @@ TORCH_NON_TENSOR_FUNCS = frozenset(
     is_autocast_enabled get_autocast_gpu_dtype get_autocast_dtype is_anomaly_enabled
     compile typename result_type promote_types can_cast broadcast_shapes use_deterministic_algorithms
     are_deterministic_algorithms_enabled get_num_threads set_num_threads is_deterministic_algorithms_warn_only_enabled
-    save load vmap get_device_module get_device
+    save load vmap get_device_module get_device TorchVersion
     """.split()
 )
 # `torch._C.*` namespaces whose functions are tensor operators; the rest of `torch._C` is not.
@@ -61,6 +61,8 @@ TORCH_C_TENSOR_PREFIXES = (
 # torch submodules whose callables are not tensor ops.
 TORCH_NON_TENSOR_PREFIXES = (
     "torch.cuda.",
+    "torch.torch_version.",  # `TorchVersion("2.5")`: compared with `torch.__version__` (tabpfn)
+    "torch.version.",
     "torch.backends.",
     "torch.distributed.",
     "torch.jit.",
@@ -215,6 +217,9 @@ NON_MODULE_BASES = frozenset(
     typing.Protocol Generic typing.Generic ABC abc.ABC dataclass
     """.split()
 )
+# Libraries whose classes are no nn.Module: a base from them does not make one (tabpfn's
+# `TabPFNRegressor(RegressorMixin, BaseEstimator)` has a `forward` of its own).
+NON_MODULE_BASE_PREFIXES = ("sklearn.", "numpy.", "pandas.", "typing.", "abc.", "enum.", "collections.", "dataclasses.")
 
 
 # Public methods of torch.Tensor (generated from torch 2.13 `dir(torch.Tensor)`; the lint path

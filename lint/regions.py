@@ -12,7 +12,7 @@ from collections import deque
 from typing import Iterable, Optional
 
 from .summary import STAR_PREFIX, ClassInfo, FileSummary, FunctionInfo
-from .kinds import AUTOGRAD_FUNCTION_BASES, NON_MODULE_BASES, RNN_BASES
+from .kinds import AUTOGRAD_FUNCTION_BASES, NON_MODULE_BASE_PREFIXES, NON_MODULE_BASES, RNN_BASES
 
 
 class Visited(set):
@@ -470,7 +470,7 @@ def outside_base_is_module(base: str) -> bool:
         return True
     if base in NON_MODULE_BASES or base.split(".")[-1] in NON_MODULE_BASES:
         return False
-    if base.startswith(("torch.", "typing.", "abc.", "enum.", "collections.", "dataclasses.")):
+    if base.startswith(("torch.", *NON_MODULE_BASE_PREFIXES)):
         return False
     # A base from outside the linted files (PreTrainedModel, LightningModule, ...): treat it as a
     # module; only classes with a forward become roots, so config/data classes stay out.

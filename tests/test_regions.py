@@ -1014,3 +1014,32 @@ def test_a_function_of_a_module_attribute_from_another_file_is_no_counter(tmp_pa
         """,
     })
     assert found == [("pkg/model.py", 9, "DYN203")]  # the counter only
+
+
+def test_an_estimator_of_scikit_learn_is_no_module(tmp_path):
+    # tabpfn's TabPFNRegressor(RegressorMixin, BaseEstimator) has a `forward` of its own (NumPy
+    # preprocessing): not a compiled root. A version check with TorchVersion is no tensor test.
+    found = lint_tree(tmp_path, {
+        "est.py": """
+            import numpy as np
+            import torch
+            from sklearn.base import BaseEstimator, RegressorMixin
+            from torch.torch_version import TorchVersion
+
+            class Regressor(RegressorMixin, BaseEstimator):
+                def forward(self, X):
+                    if np.any(np.isnan(X)):
+                        X = np.nan_to_num(X)
+                    print(X.shape)
+                    return X
+
+            class Net(torch.nn.Module):
+                def forward(self, x):
+                    has_gqa = torch.__version__ >= TorchVersion("2.5")
+                    if not has_gqa:
+                        return x
+                    print(x)
+                    return x * 2
+        """,
+    })
+    assert found == [("est.py", 19, "DYN101")]
