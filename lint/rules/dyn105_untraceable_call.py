@@ -11,6 +11,7 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 `torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
 `torch.sparse_coo_tensor`, `x.to_sparse()`, `x._values()`: torch.compile does not support them), SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
 SciPy ufunc breaks even on a Python number), PyWavelets (`pywt.dwt_coeff_len`, compiled code),
+tqdm progress bars (even disabled), `joblib.Parallel`,
 NumPy functions `torch._numpy` does not implement (`np.asanyarray`, `np.isin`, `np.insert`,
 `np.interp`, ...: `NUMPY_UNSUPPORTED`, measured by `bench/probe_numpy.py`), a `torch.Generator`
 passed to a random op (`torch.randn(..., generator=g)`: "Failed to convert args/kwargs to
@@ -325,6 +326,10 @@ class UntraceableCall(Rule):
         ("GB4841", "Unsupported python_type() call"),
         ("GB0363", "An opaque object was created in the middle of the program."),  # torch.Generator(...)
         ("GB7650", "torch.Generator method"),
+        ("GB0008", "Attempted to inline function marked as skipped"),  # tqdm
+        ("GB0116", "Unexpected type in sourceless builder"),  # joblib.Parallel
+        ("GB0142", "Unsupported context manager"),
+        ("GB8335", "Generator reconstruction with mutations"),  # joblib.Parallel over a generator
     )
     node_types = (cst.Call, cst.Assign, cst.If, cst.IfExp, cst.While, cst.Subscript, cst.BinaryOperation)
 
@@ -482,6 +487,16 @@ class UntraceableCall(Rule):
             ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo (PyWavelets is compiled code) and breaks the "
                                    "graph; compute it outside the compiled region (in `__init__`) or in Python "
                                    "(`dwt_coeff_len(n, L, mode)` is `(n + L - 1) // 2` for the padded modes)")
+        elif q.startswith("tqdm."):
+            # Probed on 2.13.0 and 2.14.1: `trange(n)`, `tqdm(it, disable=True)`: "Attempted to
+            # call function marked as skipped" (k-diffusion's samplers loop over one).
+            ctx.report(self, node, f"`{q}()` (a progress bar) is skipped by Dynamo and breaks the graph, even "
+                                   "disabled; loop over the plain iterable in compiled code and show progress outside")
+        elif q == "joblib.Parallel":
+            # Probed on 2.13.0: "Unsupported context manager" and an object Dynamo cannot wrap
+            # (memorizing-transformers' KNN memories search and add through it).
+            ctx.report(self, node, "`joblib.Parallel` cannot be traced by Dynamo and breaks the graph; run the "
+                                   "parallel work outside the compiled region")
         elif q.startswith("scipy."):
             # Probed: `linear_sum_assignment(cost)` ("marked as skipped"), a SciPy ufunc of an
             # array or of a Python float ("Unsupported method call").
@@ -1112,6 +1127,33 @@ class UntraceableCall(Rule):
             noise = torch.randn(x.shape, generator={value})  # expect: DYN105
             return x + 0 * noise
         """
+    invalid = invalid + (Example(
+        # k-diffusion's samplers: a progress bar over the steps.
+        """
+        import torch
+        from tqdm.auto import trange
+
+        @torch.compile
+        def f(x):
+            x = x * 2
+            for i in trange(3, disable=True):  # expect: DYN105
+                x = x + i
+            return x
+        """,
+        dynamo=BREAKS, needs=("tqdm",),
+    ), Example(
+        """
+        import joblib
+        import torch
+
+        @torch.compile
+        def f(x):
+            x = x * 2
+            out = joblib.Parallel(n_jobs=1)(joblib.delayed(abs)(i) for i in range(3))  # expect: DYN105
+            return x + sum(out)
+        """,
+        dynamo=BREAKS, needs=("joblib",),
+    ))
     invalid = invalid + (Example(_generator.format(value="GEN"), dynamo=BREAKS,
                                  fixed=_generator.format(value="None if torch.compiler.is_compiling() else GEN")),)
     # FrEIA's mixture sampling: a generator built and seeded in compiled code. The construction, the
