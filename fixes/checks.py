@@ -180,7 +180,10 @@ def _rewrite(info: SourceInfo, positions, node: cst.If, guard, test, negated: bo
     comments = comments_within(positions, node, start, end, skip=[test] + ([guard] if guard is not None else []))
     lead = "".join(f"{c}{info.newline}{indent}" for c in comments)
     if guard is not None:
-        content = f"{lead}if {info.text(positions, guard)}:{info.newline}{indent}{info.indent_unit}{check}"
+        kept = info.text(positions, guard)
+        if "\n" in kept:  # the test was parenthesised over several lines (tabpfn's target check)
+            kept = f"({kept})"
+        content = f"{lead}if {kept}:{info.newline}{indent}{info.indent_unit}{check}"
     else:
         content = f"{lead}{check}"
     edit = Edit(content, start.line, start.column + 1, end.line, end.column + 1)

@@ -999,6 +999,38 @@ def test_a_check_by_a_comparison_giving_a_python_bool_gets_no_tensor_fix():
     assert all("reads tensor values into a Python bool" in f.message for f in findings if f.code == "DYN120")
 
 
+def test_a_python_guard_kept_from_a_parenthesised_test_stays_parenthesised():
+    # tabpfn's target check: the Python part of a multi-line test keeps its parentheses (without
+    # them the kept `if` did not parse and the fix was dropped).
+    assert_fixes(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, y):
+                if (
+                    not self.training
+                    and x.dim() == 2
+                    and (y > 2).any()
+                ):
+                    raise ValueError("Target is out of range.")
+                return x * 2
+        """,
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, y):
+                if (not self.training
+                    and x.dim() == 2):
+                    torch._assert_async(torch.logical_not((y > 2).any()), "ValueError: Target is out of range.")
+                return x * 2
+        """,
+    )
+
+
 def test_raise_on_a_tensor_test_becomes_assert_async():
     assert_fixes(
         """
