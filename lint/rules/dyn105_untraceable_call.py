@@ -392,7 +392,7 @@ class UntraceableCall(Rule):
                                    "(seed it with `torch.manual_seed`), or draw outside the compiled region",
                        fix=offer_fix("generator", ctx, generator, self.code) if fixable else None)
             return
-        if _torch_generator_built(node, ctx):
+        if ctx.call_name(node) in ("torch.Generator", "torch._C.Generator"):
             # FrEIA's mixture sampling: "An opaque object was created in the middle of the program"
             # (GB0363), probed on 2.13.0 and 2.14.1.
             ctx.report(self, node, "a `torch.Generator` created in compiled code breaks the graph (Dynamo cannot "
@@ -1167,7 +1167,8 @@ class UntraceableCall(Rule):
             rng = torch.Generator(device=x.device)  # expect: DYN105
             rng.manual_seed(seed)  # expect: DYN105
             u = torch.rand(x.shape, generator=rng)  # expect: DYN105
-            return x + u
+            fixed = torch.Generator(device=x.device).manual_seed(42)  # expect: DYN105
+            return x + u + torch.rand(x.shape, generator=fixed)  # expect: DYN105
         """,
         dynamo=BREAKS,
         inputs="(torch.rand(3), 3)",
