@@ -1,11 +1,13 @@
 """DYN101 / DYN103 / DYN104: guard print, logging and warnings with `if not torch.compiler.is_compiling():`.
 
 In eager mode `is_compiling()` is False, so the statement runs exactly as before; while Dynamo
-traces, the branch is dropped and the graph stays whole. Safe in a file that imports torch at
-module level; unsafe where the guard has to import torch inside the function (the file imports
-none) or where the project supports torch < 2.3 (`min-torch`, else the torch floor of its
-pyproject's `[project] dependencies`); no fix on a path the file keeps for torch < 2.3. The rules
-declare "safe or unsafe".
+traces, the branch is dropped and the graph stays whole. Safe, except where the project supports
+torch < 2.3 (`min-torch`, else the torch floor of its pyproject's `[project] dependencies`); no
+fix on a path the file keeps for torch < 2.3. A file that imports no torch at module level may be
+one that must work without torch (POT's NumPy users, transformers' import_utils): its guard asks
+`sys.modules` instead, `if not ("torch" in sys.modules and
+sys.modules["torch"].compiler.is_compiling()):` (torch never imported: not compiling), and
+imports nothing but `sys`. The rules declare "safe or unsafe".
 
 Adjacent statements that need the guard go into one block: every finding of such a run gets the
 same edits, so applying them together writes one `if`. A run that directly follows an existing
@@ -20,6 +22,7 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import NOQA, SAFE, UNSAFE
+from dynalint.lint.nodes import dotted
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.target import torch_floor
 
@@ -118,7 +121,21 @@ def is_compiling_call(info: SourceInfo, positions, stmt: cst.CSTNode, indent: st
         # pyproject) would raise AttributeError there where the guarded line runs: unsafe.
         floor = torch_floor()
         return f"{torch}.compiler.is_compiling()", "", import_edits, UNSAFE if floor is not None and floor < (2, 3) else SAFE
-    return "torch.compiler.is_compiling()", f"{indent}import torch{info.newline}", [], UNSAFE
+    # Without torch at module level, ask `sys.modules`: torch not imported means not compiling,
+    # and the file still imports and runs without torch (POT's NumPy-only users).
+    floor = torch_floor()
+    test = '("torch" in sys.modules and sys.modules["torch"].compiler.is_compiling())'
+    local = "" if _imports_sys(info.module) else f"{indent}import sys{info.newline}"
+    return test, local, [], UNSAFE if floor is not None and floor < (2, 3) else SAFE
+
+
+def _imports_sys(module: cst.Module) -> bool:
+    return any(
+        isinstance(stmt, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Import) and any(dotted(a.name) == "sys" and a.asname is None for a in small.names)
+            for small in stmt.body)
+        for stmt in module.body
+    )
 
 
 # What a test names when it tells torch versions with `torch.compiler.is_compiling` (2.3 and

@@ -124,6 +124,29 @@ def test_fixed_rule_examples_no_longer_break_and_compute_the_same(example, fixed
 
 
 @pytest.mark.torch
+def test_guard_in_a_file_without_torch_asks_sys_modules_and_keeps_one_graph(tmp_path, capsys):
+    # POT's NumPy code paths: the file imports no torch; its guard must not need torch, and must
+    # still drop the print while Dynamo traces.
+    import torch
+    import torch._dynamo
+
+    source = (
+        "def scale(x):\n"
+        "    y = x * 2\n"
+        "    print('scaled', y.shape)\n"
+        "    return y + 1\n"
+    )
+    result = fix_source(source, "scale.py", Config(select=("ALL",), extra_roots=("scale.scale",)), unsafe=False)
+    assert "import torch" not in result.text and "sys.modules" in result.text, result.text
+    scale = _import_text(result.text, tmp_path).scale
+    torch._dynamo.reset()
+    compiled = torch.compile(scale, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(torch.ones(3)), torch.full((3,), 3.0))
+    assert "scaled" not in capsys.readouterr().out
+    scale(torch.ones(3))
+    assert "scaled" in capsys.readouterr().out
+
+
 def test_fixed_raise_check_still_raises_eager_and_compiled(tmp_path):
     import torch
     import torch._dynamo
