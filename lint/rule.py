@@ -239,11 +239,12 @@ class Example:
 GUARD_FIX_DOC = """## Fix (safe or unsafe, by file)
 The autofix puts the call (and the adjacent calls that need it) under
 `if not torch.compiler.is_compiling():`, or under the file's own `is_torchdynamo_compiling()`
-when it imports that helper. Eager runs are unchanged, so the fix is **safe** in a file that
-imports torch (or a part of it) at module level. A file that does not may have to import without
-torch (a library's import helpers, a module shared with non-torch backends): the guard then
-imports torch inside the function, just above the `if`, and the fix is **unsafe** (where torch is
-absent, that function now fails). A call on a path the file keeps for torch before 2.3 (a branch
+when it imports that helper. Eager runs are unchanged, so the fix is **safe** (unsafe where the
+project supports torch before 2.3). A file that imports no torch at module level may have to work
+without torch (a library's import helpers, NumPy code paths of a package with an optional torch
+backend): the guard there asks `sys.modules` instead, `if not ("torch" in sys.modules and
+sys.modules["torch"].compiler.is_compiling()):` with `import sys` above it (torch never imported
+means not compiling; traced without a break). A call on a path the file keeps for torch before 2.3 (a branch
 of a torch-version or `is_compiling` test, the `except` of a `try` that calls `is_compiling`)
 gets no fix: `torch.compiler.is_compiling` does not exist there.
 """
