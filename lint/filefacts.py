@@ -561,6 +561,8 @@ class FileAnalyzer:
     def _visit_function(self, node: cst.FunctionDef, prefix: str, cls: Optional[str]) -> None:
         qual = f"{prefix}.{node.name.value}"
         info = FunctionInfo(qualname=qual, cls=cls, name=node.name.value)
+        if qual in self.options.extra_roots:
+            info.compile_root = True  # named in `extra-roots`: compiled by the user, like `@torch.compile`
         for dec in node.decorators:
             expr = dec.decorator
             q = self.qualname(expr.func if type(expr) is cst.Call else expr)

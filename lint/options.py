@@ -10,6 +10,9 @@ from typing import Optional
 @dataclass
 class AnalyzerOptions:
     is_compiling_functions: frozenset[str] = frozenset()
+    # The configuration's `extra-roots` (dotted names): a function of this file named there is a
+    # compiled root, its parameters presumed tensors.
+    extra_roots: frozenset[str] = frozenset()
     rule_codes: Optional[frozenset[str]] = None  # None: all rules
     # function qualname -> {parameter position (as str) or name: kind}: tensors that callers in
     # other files pass (computed by the engine from the other files' `call_hints`).

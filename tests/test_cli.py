@@ -49,6 +49,8 @@ def test_a_run_with_no_compile_region_says_nothing_was_checked(tmp_path):
     result = dynalint("check", "lib.py", cwd=tmp_path)
     assert result.returncode == 0 and b"No compile region found" in result.stdout, result.stdout
     assert b"All checks passed" not in result.stdout
+    warm = dynalint("check", "lib.py", cwd=tmp_path)  # from the cache: the same summary
+    assert warm.stdout == result.stdout
     (tmp_path / "m.py").write_text(MODEL)
     assert b"No compile region found" not in dynalint("check", "--select", "DYN102", "m.py", cwd=tmp_path).stdout
     (tmp_path / "dynalint.toml").write_text("extra-roots = ['lib.sdeint']\n")

@@ -236,6 +236,30 @@ def test_extra_roots_and_is_compiling_functions(tmp_path, monkeypatch):
     assert [line.split(":")[1] for line in result.output.splitlines() if "DYN101" in line] == ["5"]
 
 
+def test_extra_roots_presume_their_parameters_tensors_as_compiled_functions_do(tmp_path, monkeypatch):
+    # pyro's spline: a function the user compiles, named in extra-roots, is read as
+    # `@torch.compile` would be read: its unannotated parameters are tensors. The cache keeps
+    # the analyses with and without the root apart.
+    write(
+        tmp_path / "spline.py",
+        """\
+        import torch
+
+
+        def spline(inputs, bound=3.0):
+            inside = (inputs >= -bound) & (inputs <= bound)
+            outputs = torch.zeros_like(inputs)
+            outputs[inside] = inputs[inside] * 2
+            return outputs
+        """,
+    )
+    assert codes(run(["spline.py"], tmp_path, monkeypatch).output) == []
+    write(tmp_path / "pyproject.toml", '[tool.dynalint]\nextra-roots = ["spline.spline"]\n')
+    assert codes(run(["spline.py"], tmp_path, monkeypatch).output) == ["DYN130"]
+    (tmp_path / "pyproject.toml").unlink()
+    assert codes(run(["spline.py"], tmp_path, monkeypatch).output) == []
+
+
 def test_src_sets_module_names_for_cross_file_roots(tmp_path, monkeypatch):
     write(tmp_path / "src" / "pkg" / "__init__.py", "")
     write(tmp_path / "src" / "pkg" / "ops.py", "def hook(x):\n    print(x)\n    return x\n")

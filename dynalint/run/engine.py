@@ -154,17 +154,22 @@ class WorkItem:
     # What other files tell about this one (lint/hints.py), given by the cross-file rounds and by
     # re-analyses with last run's facts; None for a first-pass item.
     facts: Optional[dict] = None
+    # `extra-roots` of the configuration: such a function's parameters are presumed tensors, as
+    # a `@torch.compile` function's are.
+    extra_roots: tuple = ()
 
 
 def _cache_key(cache, item: WorkItem, text: str) -> str:
     facts = item.facts
-    return cache.key(text, item.display, item.module, item.is_package, (item.compiling_fns, facts) if facts else item.compiling_fns)
+    told = (item.compiling_fns, ("extra-roots", item.extra_roots)) if item.extra_roots else item.compiling_fns
+    return cache.key(text, item.display, item.module, item.is_package, (told, facts) if facts else told)
 
 
-def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str]) -> WorkItem:
+def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str], extra_roots: tuple = ()) -> WorkItem:
     """A first-pass work item for a file; the cross-file rounds give copies the facts other files
     tell about it."""
-    return WorkItem(f.display, str(f.path), f.module, f.is_package, f.text, compiling_fns, cache_dir)
+    return WorkItem(f.display, str(f.path), f.module, f.is_package, f.text, compiling_fns, cache_dir,
+                    extra_roots=extra_roots)
 
 
 def _analyze_one(args: WorkItem, interface_only: bool = False) -> tuple[str, dict]:
@@ -195,7 +200,7 @@ def _analyze_one(args: WorkItem, interface_only: bool = False) -> tuple[str, dic
         hit = cache.get(key) or (cache.get(key + INTERFACE_ONLY) if interface_only else None)
         if hit is not None:
             return display, hit
-    options = AnalyzerOptions(is_compiling_functions=frozenset(compiling_fns))
+    options = AnalyzerOptions(is_compiling_functions=frozenset(compiling_fns), extra_roots=frozenset(args.extra_roots))
     if interface_only:
         options.rule_codes = frozenset()
     if facts:
@@ -364,7 +369,7 @@ def analyze_files(
     target.configure_floor(config.min_torch)  # before any worker is forked
     compiling = tuple(config.is_compiling_functions)
     cache_arg = str(cache_dir) if cache_dir else None
-    work = [_work_item(f, compiling, cache_arg) for f in files]
+    work = [_work_item(f, compiling, cache_arg, tuple(config.extra_roots)) for f in files]
     _resolved_dir.cache_clear()  # the memos serve one run's file list; a long-lived process
     _package_parts.cache_clear()  # (the language server) must see new folders and packages
     _folder_module_parts.cache_clear()
@@ -613,7 +618,7 @@ def analyze_with_facts(file: SourceFile, config: Config, facts: Optional[dict] =
     (`lint/hints.py`): how `--fix` re-lints a file it changed without re-analysing the rest."""
     from dynalint.lint.summary import FileSummary
 
-    item = _work_item(file, tuple(config.is_compiling_functions), None)
+    item = _work_item(file, tuple(config.is_compiling_functions), None, tuple(config.extra_roots))
     _display, data = _analyze_one(replace(item, facts=facts) if facts else item)
     return FileSummary.from_cache(data)
 

@@ -91,7 +91,7 @@ def lint_tree(
     target.configure_floor(config.min_torch)
     cache = Cache(Path(cache_dir))
     compiling = tuple(config.is_compiling_functions)
-    work = [engine._work_item(f, compiling, str(cache_dir)) for f in files]
+    work = [engine._work_item(f, compiling, str(cache_dir), tuple(config.extra_roots)) for f in files]
     roots = repr(tuple(config.extra_roots))
     name = _state_name(cache, [w.display for w in work], (compiling, roots, target.target_text()))
     with engine._gc_paused():  # ~100,000 small acyclic objects
@@ -100,6 +100,9 @@ def lint_tree(
     if state.get("format") == FORMAT:
         found = _relint_changed(state, work, cache, config, name, known_keys, jobs)
         if found is not None:
+            # The changed files kept their interfaces (else the whole-tree path ran): the same
+            # functions are live as in the run that saved the state.
+            engine.LAST_LIVE_COUNT = state.get("live_count")
             findings, changed = found
             if changed:
                 cache.save_state(name, state)
@@ -115,6 +118,8 @@ def lint_tree(
         live = engine.live_functions(summaries, config, walk=walk)
         new_state = _state_from_trace(trace, summaries, live, stats)
         if new_state is not None:
+            # For the warm runs' summary: "No compile region found" when nothing was live.
+            new_state["live_count"] = engine.LAST_LIVE_COUNT
             # Three files, each written atomically, the state last: the run id pairs them, so
             # that a run reading the state of one concurrent run and the others of another
             # notices.
