@@ -168,8 +168,10 @@ def _cache_key(cache, item: WorkItem, text: str) -> str:
 def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str], extra_roots: tuple = ()) -> WorkItem:
     """A first-pass work item for a file; the cross-file rounds give copies the facts other files
     tell about it."""
+    # Only the roots that may name a function of this file: a change to the others keeps its key.
+    own = tuple(r for r in extra_roots if r.startswith(f"{f.module}."))
     return WorkItem(f.display, str(f.path), f.module, f.is_package, f.text, compiling_fns, cache_dir,
-                    extra_roots=extra_roots)
+                    extra_roots=own)
 
 
 def _analyze_one(args: WorkItem, interface_only: bool = False) -> tuple[str, dict]:
