@@ -547,6 +547,17 @@ class FileAnalyzer:
                                 self.module_attrs.setdefault(cls, set()).add(attr)
             elif type(node) is cst.Call:
                 func = node.func
+                if (type(func) is cst.Attribute and func.attr.value == "__init__" and type(func.value) is cst.Call
+                        and type(func.value.func) is cst.Name and func.value.func.value == "super"):
+                    # `super().__init__(state_fallback=self.initial_state)` (norse's LIFCell): the base
+                    # presumably stores it under the keyword's name and calls `self.state_fallback(x)`.
+                    for arg in node.args:
+                        method = self._self_method_value(arg.value)
+                        if arg.keyword is not None and method is not None:
+                            stored = info.attr_callables.setdefault(arg.keyword.value, [])
+                            if f"self:{method}" not in stored:
+                                stored.append(f"self:{method}")
+                    continue
                 if (
                     type(func) is cst.Attribute
                     and func.attr.value in ("register_buffer", "register_parameter")
@@ -557,6 +568,13 @@ class FileAnalyzer:
                     if isinstance(name, str):
                         tensor_attrs.add(name)
                         all_attrs.add(name)
+
+    @staticmethod
+    def _self_method_value(value: cst.BaseExpression) -> Optional[str]:
+        """`name` for `self.name` taken as a value (a bound method, presumably)."""
+        if type(value) is cst.Attribute and type(value.value) is cst.Name and value.value.value == "self":
+            return value.attr.value
+        return None
 
     def _visit_function(self, node: cst.FunctionDef, prefix: str, cls: Optional[str]) -> None:
         qual = f"{prefix}.{node.name.value}"

@@ -202,6 +202,10 @@ class ClassResolver:
             if not out:  # self.backend_fn(x): a function stored on self
                 for stored in self.attr_callables(cls, meth):
                     out += self._stored_callable_targets(cls, stored)
+            if not out:  # a method a subclass passed up to `super().__init__(meth=self.method)`
+                for sub in self.subclasses(cls):
+                    for stored in self.classes[sub].attr_callables.get(meth, ()):
+                        out += self._stored_callable_targets(sub, stored)
             return out
         if kind == "selfattr":
             attr, meth = edge[1], edge[2]

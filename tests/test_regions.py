@@ -1043,3 +1043,36 @@ def test_an_estimator_of_scikit_learn_is_no_module(tmp_path):
         """,
     })
     assert found == [("est.py", 19, "DYN101")]
+
+
+def test_a_method_passed_up_to_the_base_init_is_followed(tmp_path):
+    # norse's LIFCell: `super().__init__(state_fallback=self.initial_state)`; the base stores it
+    # and its forward calls `self.state_fallback(x)`. Another keyword's method is not called.
+    found = lint_tree(tmp_path, {
+        "cells.py": """
+            import torch
+
+            class Cell(torch.nn.Module):
+                def __init__(self, state_fallback, on_reset=None):
+                    super().__init__()
+                    self.state_fallback = state_fallback
+                    self.on_reset = on_reset
+
+                def forward(self, x, state=None):
+                    state = state if state is not None else self.state_fallback(x)
+                    return x + state
+
+            class LIFCell(Cell):
+                def __init__(self):
+                    super().__init__(state_fallback=self.initial_state, on_reset=self.reset_hook)
+
+                def initial_state(self, x):
+                    v = torch.zeros(x.shape)
+                    v.requires_grad = True
+                    return v
+
+                def reset_hook(self):
+                    print("reset")
+        """,
+    })
+    assert found == [("cells.py", 20, "DYN140")]
