@@ -24,6 +24,7 @@ RULE_MODULES = (
     "dyn113_min_max_of_tuples",
     "dyn114_runtime_type_checker",
     "dyn115_check_message_not_callable",
+    "dyn116_optional_import",
     "dyn120_tensor_control_flow",
     "dyn121_data_dependent_loop",
     "dyn130_dynamic_shape_op",
@@ -46,4 +47,4 @@ RULE_CODES = tuple(name.partition("_")[0].upper() for name in RULE_MODULES)
 
 # Rules whose default severity is not "error" (the rules declare it too; a test checks both
 # agree): what needs a severity without loading the rules (the summary line) reads it here.
-SEVERITIES = {"DYN201": "warning", "DYN202": "warning", "DYN203": "warning", "DYN301": "info"}
+SEVERITIES = {"DYN116": "warning", "DYN201": "warning", "DYN202": "warning", "DYN203": "warning", "DYN301": "info"}
