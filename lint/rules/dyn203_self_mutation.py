@@ -33,6 +33,7 @@ import libcst as cst
 
 from .. import fastcst
 from ..kinds import Kind
+from ..nodes import is_none
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext, offer_fix
 
 
@@ -53,7 +54,12 @@ CONVERSIONS = frozenset({"to", "type_as", "type", "float", "half", "double", "bf
 
 def _converts_itself(value: cst.BaseExpression, attr: str, ctx) -> bool:
     """`self.grid = self.grid.to(device=x.device)`, `self.w = self.w.type_as(x)`: the same object
-    from the second call on (MONAI's RegUNet head, ESM's positional embedding), not a counter."""
+    from the second call on (MONAI's RegUNet head, ESM's positional embedding), not a counter;
+    also under a None test (CLIP's `self.attn_mask.to(...) if self.attn_mask is not None else None`)."""
+    if type(value) is cst.IfExp:
+        return all(
+            _converts_itself(v, attr, ctx) or is_none(v) or ctx.self_attr(v) == attr for v in (value.body, value.orelse)
+        ) and any(_converts_itself(v, attr, ctx) for v in (value.body, value.orelse))
     return (
         type(value) is cst.Call
         and type(value.func) is cst.Attribute
@@ -197,6 +203,27 @@ class SelfMutation(Rule):
         ),
     )
     valid = (
+        Example(
+            # CLIP's residual attention block: the mask moved to the input's dtype and device,
+            # under a None test: the same tensor from the second call on.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self, attn_mask=torch.ones(4, 4).triu()):
+                    super().__init__()
+                    self.attn_mask = attn_mask
+
+                def forward(self, x):
+                    self.attn_mask = self.attn_mask.to(dtype=x.dtype, device=x.device) if self.attn_mask is not None else None
+                    return x @ self.attn_mask
+            """,
+            dynamo=NO_RECOMPILE,
+            calls=3,
+            inputs="(torch.randn(2, 4),)",
+            inputs2="(torch.randn(3, 4),)",
+        ),
         Example(
             # spandrel's SPAN re-parameterises on every call: tensors built from a submodule's
             # parameters, stored on the module: no guard on their values, no recompile.
