@@ -405,6 +405,12 @@ class KindInference:
                 return T
             if q.startswith(("math.", "time.", "random.", "os.", "warnings.", "logging.")):
                 return N
+            if q in K.EINOPS_TENSOR_FUNCS and node.args and not node.args[0].star:
+                # `rearrange(coors, "b n d -> b n 1 d")` of a tensor is a tensor (equiformer), a
+                # presumed one of a presumed one
+                first = self.kind(node.args[0].value)
+                if first in (T, B, P):
+                    return T if first == B else first
             known = self._known_call_kind(
                 node, (self.fa.options.external_passthrough or {}).get(q), q in self.fa.options.external_returns
             )

@@ -35,6 +35,9 @@ C = Kind.CONTAINER
 
 TENSORISH = (T, B, P)
 
+# einops functions that give a tensor of a tensor (their first argument).
+EINOPS_TENSOR_FUNCS = frozenset({"einops.rearrange", "einops.repeat", "einops.reduce", "einops.einsum"})
+
 # torch.* callables that do not return tensors.
 TORCH_NON_TENSOR_FUNCS = frozenset(
     """

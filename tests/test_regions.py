@@ -1076,3 +1076,21 @@ def test_a_method_passed_up_to_the_base_init_is_followed(tmp_path):
         """,
     })
     assert found == [("cells.py", 20, "DYN140")]
+
+
+def test_einops_of_a_tensor_is_a_tensor(tmp_path):
+    found = lint_tree(tmp_path, {
+        "m.py": """
+            import torch
+            from einops import rearrange, reduce
+
+            class M(torch.nn.Module):
+                def forward(self, coors, names):
+                    rel = rearrange(coors, "b n d -> b n 1 d") - rearrange(coors, "b n d -> b 1 n d")
+                    if reduce(rel, "b i j d -> b", "sum").max() > 0:
+                        rel = rel * 2
+                    labels = rearrange(names, "(a b) -> a b", a=2) if isinstance(names, list) else names
+                    return rel
+        """,
+    })
+    assert found == [("m.py", 8, "DYN120")]

@@ -171,7 +171,9 @@ class DynamicShapeOp(Rule):
             elif (
                 type(node.func) is cst.Attribute
                 and node.func.attr.value in DYNAMIC_METHODS
-                and ctx.is_tensor(node.func.value)
+                and (ctx.is_tensor(node.func.value)
+                     # only tensors have it (NumPy arrays and pandas have `nonzero` / `unique`)
+                     or (node.func.attr.value == "masked_select" and ctx.kind(node.func.value) != Kind.NOT_TENSOR))
             ):
                 ctx.report(self, node, f"`.{node.func.attr.value}()` has a data-dependent output shape and breaks the graph{ADVICE}", fix=_fix(ctx, node, self.code))
             return
@@ -348,6 +350,21 @@ class DynamicShapeOp(Rule):
             @torch.compile
             def f(x):
                 return torch.masked_select(x, x > 0) * 2  # expect: DYN130
+            """,
+            dynamo=BREAKS,
+        ),
+        Example(
+            # equiformer: `.masked_select()` on a value of unknown kind (an einops result there):
+            # only tensors have the method.
+            """
+            import torch
+
+            TABLES = {"offsets": torch.arange(4.0)}
+
+            @torch.compile
+            def f(x):
+                offsets = TABLES["offsets"]
+                return offsets.masked_select(x > 0) * 2  # expect: DYN130
             """,
             dynamo=BREAKS,
         ),
