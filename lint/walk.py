@@ -29,6 +29,17 @@ def _is_logical(node: cst.CSTNode) -> bool:
     return type(node) is cst.BooleanOperation or (type(node) is cst.UnaryOperation and type(node.operator) is cst.Not)
 
 
+def _record_annotation(ann: cst.BaseExpression) -> Optional[str]:
+    """`Cache`, `Cache | None`, `Optional[Cache]`: the class name an annotation names."""
+    if type(ann) is cst.BinaryOperation and type(ann.operator) is cst.BitOr:
+        sides = [s for s in (ann.left, ann.right) if not is_none(s)]
+        return _record_annotation(sides[0]) if len(sides) == 1 else None
+    if type(ann) is cst.Subscript and dotted(ann.value) in ("Optional", "typing.Optional") and len(ann.slice) == 1 \
+            and type(ann.slice[0].slice) is cst.Index:
+        return _record_annotation(ann.slice[0].slice.value)
+    return ann.value if type(ann) is cst.Name else None
+
+
 def _combine_truth(node: cst.CSTNode, truths: list) -> Optional[bool]:
     if type(node) is cst.UnaryOperation:  # `not`
         return None if truths[0] is None else not truths[0]
@@ -325,9 +336,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 self.env[name] = N  # ctx
                 continue
             ak = annotation_kind(p.annotation)
-            if ak == N and p.annotation is not None and type(p.annotation.annotation) is cst.Name \
-                    and self.fa.record_fields(p.annotation.annotation.value):
-                self.record_params[name] = p.annotation.annotation.value
+            record = _record_annotation(p.annotation.annotation) if p.annotation is not None else None
+            if record is not None and self.fa.record_fields(record):
+                # `cache: DecodeCache | None` (timesfm): its fields' annotations give their kinds
+                self.record_params[name] = record
             pos = i - 1 if is_method else i
             self.param_origin.add(name)
             self.param_slots[name] = (pos, U if p.default is None else self.kind(p.default))

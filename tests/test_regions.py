@@ -1094,3 +1094,32 @@ def test_einops_of_a_tensor_is_a_tensor(tmp_path):
         """,
     })
     assert found == [("m.py", 8, "DYN120")]
+
+
+def test_fields_of_an_optional_dataclass_parameter_keep_their_kinds(tmp_path):
+    # timesfm's decode cache: `decode_cache: DecodeCache | None`, a field annotated as a tensor
+    # gives a slice bound read back from a tensor (the frame cannot be resumed: eager from there).
+    found = lint_tree(tmp_path, {
+        "m.py": """
+            import dataclasses
+            from typing import Optional
+
+            import torch
+
+            @dataclasses.dataclass
+            class Cache:
+                next_index: torch.Tensor
+                key: torch.Tensor
+                size: int
+
+            class A(torch.nn.Module):
+                def forward(self, key: torch.Tensor, cache: Cache | None = None, other: Optional[Cache] = None):
+                    if cache is not None:
+                        start = cache.next_index[0]
+                        cache.key[:, start:start + key.shape[1]] = key
+                    if other is not None:
+                        return key[:, :other.size]
+                    return key * 2
+        """,
+    })
+    assert found == [("m.py", 17, "DYN131")]
