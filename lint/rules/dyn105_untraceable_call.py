@@ -11,7 +11,7 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 `torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
 `torch.sparse_coo_tensor`, `x.to_sparse()`, `x._values()`: torch.compile does not support them), SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
 SciPy ufunc breaks even on a Python number), PyWavelets (`pywt.dwt_coeff_len`, compiled code),
-tqdm progress bars (even disabled), `joblib.Parallel`,
+tqdm progress bars (even disabled), `joblib.Parallel`, `opt_einsum.contract` (use `torch.einsum`),
 NumPy functions `torch._numpy` does not implement (`np.asanyarray`, `np.isin`, `np.insert`,
 `np.interp`, ...: `NUMPY_UNSUPPORTED`, measured by `bench/probe_numpy.py`), a `torch.Generator`
 passed to a random op (`torch.randn(..., generator=g)`: "Failed to convert args/kwargs to
@@ -492,6 +492,11 @@ class UntraceableCall(Rule):
             # call function marked as skipped" (k-diffusion's samplers loop over one).
             ctx.report(self, node, f"`{q}()` (a progress bar) is skipped by Dynamo and breaks the graph, even "
                                    "disabled; loop over the plain iterable in compiled code and show progress outside")
+        elif q.startswith("opt_einsum."):
+            # Probed on 2.13.0 and 2.14.1: `contract("ij,jk->ik", a, b)` breaks four times
+            # ("Unsupported method call", skipped functions; equiformer's basis contraction).
+            ctx.report(self, node, f"`{q}()` cannot be traced by Dynamo and breaks the graph; use `torch.einsum`, "
+                                   "which traces (and uses opt_einsum's path optimisation itself when it is installed)")
         elif q == "joblib.Parallel":
             # Probed on 2.13.0: "Unsupported context manager" and an object Dynamo cannot wrap
             # (memorizing-transformers' KNN memories search and add through it).
@@ -1141,6 +1146,18 @@ class UntraceableCall(Rule):
             return x
         """,
         dynamo=BREAKS, needs=("tqdm",),
+    ), Example(
+        # equiformer's basis contraction.
+        """
+        import torch
+        from opt_einsum import contract
+
+        @torch.compile
+        def f(x):
+            x = x * 2
+            return contract("ij,jk->ik", x, x) + 1  # expect: DYN105
+        """,
+        dynamo=BREAKS, needs=("opt_einsum",),
     ), Example(
         """
         import joblib
