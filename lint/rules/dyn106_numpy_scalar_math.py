@@ -33,6 +33,7 @@ raises and `sum` adds along the first axis only).
 
 import libcst as cst
 
+from ..fastcst import iter_nodes
 from ..kinds import NUMPY_MATH_EQUIVALENT, Kind
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 from ..sourceinfo import source_info
@@ -76,10 +77,10 @@ def _climb(info, ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
         parent = info.parent(cur)
         if isinstance(parent, cst.BinaryOperation):
             other = parent.right if parent.left is cur else parent.left
-            # Arithmetic with a tensor is traced; with a value of unknown kind it may be (a name
-            # bound later than the call, whose kind is asked here: spikingjelly's `var * fan_in`
-            # with `var = torch.var(...)` on the next line): only numbers are climbed through.
-            if ctx.is_tensor(other) or ctx.kind(other) not in (Kind.SIZE, Kind.NOT_TENSOR):
+            # Arithmetic with a tensor is traced: a name bound after the call counts by what it
+            # is bound to (its kind is asked here, at the call: spikingjelly's `var * fan_in` with
+            # `var = torch.var(...)` on the next line).
+            if ctx.is_tensor(other) or _bound_to_a_tensor_later(other, ctx):
                 return cur
             cur = parent
         elif isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, (cst.Minus, cst.Plus)):
@@ -88,6 +89,17 @@ def _climb(info, ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
             cur = info.parent(parent)
         else:
             return cur
+
+
+def _bound_to_a_tensor_later(node: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """A name of unknown kind here that the function assigns a tensor to somewhere."""
+    if type(node) is not cst.Name or ctx.kind(node) != Kind.UNKNOWN:
+        return False
+    return any(
+        type(n) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == node.value for t in n.targets)
+        and ctx.is_tensor(n.value)
+        for n in iter_nodes(ctx.fn.body)
+    )
 
 
 def _used_as_number(info, ctx: RuleContext, node: cst.CSTNode, depth: int = 0) -> bool:
