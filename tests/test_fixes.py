@@ -1001,6 +1001,23 @@ def test_a_check_by_a_comparison_giving_a_python_bool_gets_no_tensor_fix():
     assert all("reads tensor values into a Python bool" in f.message for f in findings if f.code == "DYN120")
 
 
+def test_a_tensor_test_that_decides_a_raise_says_how_to_check_in_the_graph():
+    result = fixed(
+        """
+        import torch
+
+        @torch.compile
+        def f(x):
+            if not torch.isfinite(x).all():
+                raise ValueError(f"bad input {x.abs().max()}")
+            return x * 2
+        """,
+        unsafe=False,
+    )
+    (finding,) = [f for f in result.remaining if f.code == "DYN120"]
+    assert "decides whether to raise" in finding.message and "torch._assert_async" in finding.message
+
+
 def test_a_python_guard_kept_from_a_parenthesised_test_stays_parenthesised():
     # tabpfn's target check: the Python part of a multi-line test keeps its parentheses (without
     # them the kept `if` did not parse and the fix was dropped).

@@ -175,6 +175,10 @@ WHILE_MESSAGE = (
     "`while` on a tensor value breaks the graph: run a fixed number of iterations and carry a `done` "
     "mask through `torch.where`, or decide the count from a Python value"
 )
+EXIT_MESSAGES[cst.Raise] = (
+    "{what} on a tensor value decides whether to raise and breaks the graph: check inside the graph "
+    "with `torch._assert_async(ok, \"message\")` (a constant message), or validate outside the compiled region"
+)
 EXIT_MESSAGES[cst.Break] = (
     "{what} on a tensor value decides whether to leave the loop and breaks the graph: run a fixed "
     "number of iterations and carry a `done` mask through `torch.where`, or decide it from a Python value"
@@ -207,7 +211,9 @@ def _message(what: str, test, ctx: RuleContext, parent=None, fix=None, branch=No
     if fix is None and ctx.is_numpy(test):
         # Reformer: `seq_len % np.lcm(a, b) != 0`: no tensor in sight, the NumPy value is the tensor.
         return NUMPY_MESSAGE.format(what=what)
-    exit_kind = _early_exit(branch) if fix is None else None
+    exit_kind = _early_exit(branch)
+    if fix is not None and exit_kind is not cst.Raise:  # the raise advice fits its fix too
+        exit_kind = None
     return (EXIT_MESSAGES.get(exit_kind) or MESSAGE).format(what=what)
 
 
