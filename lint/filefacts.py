@@ -111,6 +111,18 @@ class FileAnalyzer:
         # (walk class, probe only) -> what its walks do with each node type (FunctionContext._plan).
         self.walk_plans: dict = {}
 
+    def is_distribution_transform(self, cls: str, depth: int = 0) -> bool:
+        """Does the class derive from a `torch.distributions` transform (named `...Transform` or
+        `...TransformModule`, pyro's), directly or through classes of this file?"""
+        info = self.summary.classes.get(cls)
+        if info is None or depth > 20:
+            return False
+        return any(
+            b.rsplit(".", 1)[-1].endswith(("Transform", "TransformModule"))
+            or self.is_distribution_transform(b, depth + 1)
+            for b in info.bases
+        )
+
     def rnn_attrs_with_subclasses(self, cls: str) -> set[str]:
         """RNN attributes of `cls` and of its subclasses in this file: a base class's forward
         calling `self.rnn_v(x)` runs with the subclass that made `self.rnn_v` an `nn.LSTM`."""

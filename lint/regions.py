@@ -15,6 +15,12 @@ from .summary import STAR_PREFIX, ClassInfo, FileSummary, FunctionInfo
 from .kinds import AUTOGRAD_FUNCTION_BASES, NON_MODULE_BASE_PREFIXES, NON_MODULE_BASES, RNN_BASES
 
 
+# torch.distributions' transform base, and the methods its `__call__`, `inv` and the transformed
+# distribution's `log_prob` run.
+DISTRIBUTION_TRANSFORMS = frozenset({"torch.distributions.transforms.Transform", "torch.distributions.Transform"})
+TRANSFORM_METHODS = ("_call", "_inverse", "log_abs_det_jacobian")
+
+
 class Visited(set):
     """Every name resolution looked at (the set itself), and in `foreign` those looked at while
     resolving something of a file other than the one the name is under: a file's own calls of
@@ -83,6 +89,10 @@ class ClassResolver:
         return info is not None and any(
             tuple(e[:2]) in (("super", "__call__"), ("super", "forward"), ("self", "forward")) for e in info.edges
         )
+
+    def _is_distribution_transform(self, cls: str) -> bool:
+        """A class of the linted files with `torch.distributions`' Transform among its bases' bases."""
+        return any(self.canonical(b) in DISTRIBUTION_TRANSFORMS for c in self.mro(cls) for b in self.classes[c].bases)
 
     def _derives_from_torch_nn(self, cls: str) -> bool:
         """A class of the linted files with a `torch.nn` class among its bases' bases."""
@@ -416,6 +426,10 @@ class Project(ClassResolver):
                 if "__call__" in self.classes[cls].methods and self._wraps_module_call(f"{cls}.__call__") \
                         and self._derives_from_torch_nn(cls):
                     roots.append(f"{cls}.__call__")
+            # A `torch.distributions` transform (pyro's splines, flows): a compiled model's
+            # `log_prob` / `rsample` runs these through the transform's `__call__` and `inv`.
+            if self._is_distribution_transform(cls):
+                roots.extend(m for m in (self.find_method(cls, name) for name in TRANSFORM_METHODS) if m)
         for f in self.functions.values():
             if f.compile_root:
                 roots.append(f.qualname)

@@ -1123,3 +1123,38 @@ def test_fields_of_an_optional_dataclass_parameter_keep_their_kinds(tmp_path):
         """,
     })
     assert found == [("m.py", 17, "DYN131")]
+
+
+def test_the_methods_of_a_distribution_transform_are_compiled_code(tmp_path):
+    # pyro's Spline: a transformed distribution's `log_prob` (in a compiled model) runs the
+    # transform's `_call` / `_inverse` / `log_abs_det_jacobian`, whose tensors are its arguments;
+    # other methods are not roots.
+    found = lint_tree(tmp_path, {
+        "flows.py": """
+            import torch
+            from torch.distributions import Transform
+
+            def _spline(x, bound):
+                inside = (x >= -bound) & (x <= bound)
+                out = torch.zeros_like(x)
+                out[inside] = x[inside] * 2
+                return out
+
+            class Spline(Transform):
+                def _call(self, x):
+                    return _spline(x, 3.0)
+
+                def _inverse(self, y):
+                    if y.abs().max() > 10:
+                        return y
+                    return y / 2
+
+                def describe(self, x):
+                    print(x)
+
+            class Conditional(Spline):
+                def log_abs_det_jacobian(self, x, y):
+                    return torch.zeros_like(x).sum() if x.sum() > 0 else y
+        """,
+    })
+    assert found == [("flows.py", 8, "DYN130"), ("flows.py", 16, "DYN120"), ("flows.py", 25, "DYN120")]
