@@ -5,7 +5,7 @@ traces, the branch is dropped and the graph stays whole. Safe, except where the 
 torch < 2.3 (`min-torch`, else the torch floor of its pyproject's `[project] dependencies`); no
 fix on a path the file keeps for torch < 2.3. A file that imports no torch at module level may be
 one that must work without torch (POT's NumPy users, transformers' import_utils): its guard asks
-`sys.modules` instead, `if not ("torch" in sys.modules and
+`sys.modules` instead, `if not (sys.modules.get("torch") and
 sys.modules["torch"].compiler.is_compiling()):` (torch never imported: not compiling), and
 imports nothing but `sys`. The rules declare "safe or unsafe".
 
@@ -124,7 +124,7 @@ def is_compiling_call(info: SourceInfo, positions, stmt: cst.CSTNode, indent: st
     # Without torch at module level, ask `sys.modules`: torch not imported means not compiling,
     # and the file still imports and runs without torch (POT's NumPy-only users).
     floor = torch_floor()
-    test = '("torch" in sys.modules and sys.modules["torch"].compiler.is_compiling())'
+    test = '(sys.modules.get("torch") and sys.modules["torch"].compiler.is_compiling())'
     local = "" if _imports_sys(info.module) else f"{indent}import sys{info.newline}"
     return test, local, [], UNSAFE if floor is not None and floor < (2, 3) else SAFE
 

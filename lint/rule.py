@@ -242,7 +242,7 @@ The autofix puts the call (and the adjacent calls that need it) under
 when it imports that helper. Eager runs are unchanged, so the fix is **safe** (unsafe where the
 project supports torch before 2.3). A file that imports no torch at module level may have to work
 without torch (a library's import helpers, NumPy code paths of a package with an optional torch
-backend): the guard there asks `sys.modules` instead, `if not ("torch" in sys.modules and
+backend): the guard there asks `sys.modules` instead, `if not (sys.modules.get("torch") and
 sys.modules["torch"].compiler.is_compiling()):` with `import sys` above it (torch never imported
 means not compiling; traced without a break). A call on a path the file keeps for torch before 2.3 (a branch
 of a torch-version or `is_compiling` test, the `except` of a `try` that calls `is_compiling`)

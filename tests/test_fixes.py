@@ -185,7 +185,7 @@ def test_import_torch_goes_after_docstring_and_future_imports():
     # No torch import at module level: the file may have to import without torch, so the
     # guard asks `sys.modules` and imports nothing but `sys` (in the function).
     assert "import torch" not in result.text
-    assert ('    def forward(self, x):\n        import sys\n        if not ("torch" in sys.modules and '
+    assert ('    def forward(self, x):\n        import sys\n        if not (sys.modules.get("torch") and '
             'sys.modules["torch"].compiler.is_compiling()):\n            print(x.shape)\n') in result.text, result.text
     result = fixed(
         '''
