@@ -271,6 +271,16 @@ class CallEdges:
                 return self._sole_method_edge(meth)
             return None
         if type(func) is cst.Subscript:
+            base = func
+            while type(base) is cst.Subscript:
+                base = base.value
+            if type(base) is cst.Name and base.value not in self.env and base.value not in self.nested_defs:
+                # `routines[self.loss][backend](x, y)` (geomloss): whatever the registry holds
+                if base.value in self.fa.registry_names:
+                    return ("name", f"{self.fa.summary.module}.{base.value}[]")
+                imported = self.fa.summary.imports.get(base.value)
+                if imported is not None:
+                    return ("name", f"{imported}[]")
             ref = self._submodule_list_ref(func.value)
             return ref
         return None

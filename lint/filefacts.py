@@ -343,17 +343,35 @@ class FileAnalyzer:
             value = small.value
             if type(target) is not cst.Name or type(value) is not cst.Dict or not value.elements:
                 continue
-            names = []
-            for element in value.elements:
-                if type(element) is not cst.DictElement or type(element.value) not in (cst.Name, cst.Attribute):
-                    break
-                q = self.qualname(element.value)
-                if q is None or q == dotted(element.value):  # not a name the file defines or imports
-                    break
-                names.append(q)
-            else:
+            names = self._registry_values(value)
+            if names is not None:
                 self.registry_names.add(target.value)
                 self.summary.registries[f"{self.summary.module}.{target.value}"] = list(dict.fromkeys(names))
+
+    def _registry_values(self, value: cst.Dict, depth: int = 0) -> Optional[list[str]]:
+        """The functions and classes a registry dict names: each value a name the file defines or
+        imports, `partial(f, ...)` of one, or such a dict itself (geomloss' `routines[loss][backend]`);
+        None when one value is anything else."""
+        names = []
+        for element in value.elements:
+            if type(element) is not cst.DictElement:
+                return None
+            item = element.value
+            if type(item) is cst.Dict and depth < 2 and item.elements:
+                inner = self._registry_values(item, depth + 1)
+                if inner is None:
+                    return None
+                names += inner
+                continue
+            if type(item) is cst.Call and item.args and self.qualname(item.func) == "functools.partial":
+                item = item.args[0].value
+            if type(item) not in (cst.Name, cst.Attribute):
+                return None
+            q = self.qualname(item)
+            if q is None or q == dotted(item):  # not a name the file defines or imports
+                return None
+            names.append(q)
+        return names
 
     def _builds_rnn(self, q: Optional[str]) -> bool:
         """Is `q` nn.LSTM / GRU / RNN or a class deriving from one (of this file or another)?"""

@@ -1158,3 +1158,44 @@ def test_the_methods_of_a_distribution_transform_are_compiled_code(tmp_path):
         """,
     })
     assert found == [("flows.py", 8, "DYN130"), ("flows.py", 16, "DYN120"), ("flows.py", 25, "DYN120")]
+
+
+def test_a_call_of_a_registry_item_runs_every_function_it_holds(tmp_path):
+    # geomloss' `routines[self.loss][backend](x, y)`: a dict of dicts of functions (some through
+    # `partial`), called directly; a dict holding anything else is no registry.
+    found = lint_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/routines.py": """
+            from functools import partial
+
+            def sinkhorn(x, y):
+                return (x - y).norm().item()
+
+            def kernel(x, y, name="energy"):
+                print(name)
+                return x - y
+
+            def unused(x):
+                print(x)
+
+            ROUTINES = {
+                "sinkhorn": {"tensorized": sinkhorn},
+                "energy": {"tensorized": partial(kernel, name="energy")},
+            }
+            SETTINGS = {"a": 1, "b": unused}
+        """,
+        "pkg/loss.py": """
+            import torch
+            from .routines import ROUTINES, SETTINGS
+
+            class Loss(torch.nn.Module):
+                def __init__(self, loss="sinkhorn"):
+                    super().__init__()
+                    self.loss = loss
+
+                def forward(self, x, y):
+                    SETTINGS["b"](x)
+                    return ROUTINES[self.loss]["tensorized"](x, y)
+        """,
+    })
+    assert found == [("pkg/routines.py", 5, "DYN110"), ("pkg/routines.py", 8, "DYN101")]
