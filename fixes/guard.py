@@ -22,12 +22,11 @@ from typing import Optional
 import libcst as cst
 
 from dynalint.findings import NOQA, SAFE, UNSAFE
-from dynalint.lint.nodes import dotted
 from dynalint.lint.rule import RuleContext
 from dynalint.lint.target import torch_floor
 
 from .base import SourceInfo, guarded, insert_at, insert_line_before, make_fix, source_info
-from .imports import imports_torch, is_compiling_helper, torch_reference
+from .imports import bound_module_name, imports_torch, is_compiling_helper, torch_reference
 from .statements import string_continuation_rows
 
 IS_COMPILING_LAST_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"})
@@ -124,18 +123,11 @@ def is_compiling_call(info: SourceInfo, positions, stmt: cst.CSTNode, indent: st
     # Without torch at module level, ask `sys.modules`: torch not imported means not compiling,
     # and the file still imports and runs without torch (POT's NumPy-only users).
     floor = torch_floor()
-    test = '(sys.modules.get("torch") and sys.modules["torch"].compiler.is_compiling())'
-    local = "" if _imports_sys(info.module) else f"{indent}import sys{info.newline}"
+    sys_name = bound_module_name(info.module, "sys")
+    local = "" if sys_name is not None else f"{indent}import sys{info.newline}"
+    sys_name = sys_name or "sys"
+    test = f'({sys_name}.modules.get("torch") and {sys_name}.modules["torch"].compiler.is_compiling())'
     return test, local, [], UNSAFE if floor is not None and floor < (2, 3) else SAFE
-
-
-def _imports_sys(module: cst.Module) -> bool:
-    return any(
-        isinstance(stmt, cst.SimpleStatementLine) and any(
-            isinstance(small, cst.Import) and any(dotted(a.name) == "sys" and a.asname is None for a in small.names)
-            for small in stmt.body)
-        for stmt in module.body
-    )
 
 
 # What a test names when it tells torch versions with `torch.compiler.is_compiling` (2.3 and

@@ -29,6 +29,12 @@ def _torch_tensor_call(q: Optional[str]) -> bool:
     return q is not None and q.startswith("torch.") and not torch_non_tensor(q) and not q.startswith("torch.nn.")
 
 
+def _store_callable(info: ClassInfo, attr: str, stored: Optional[str]) -> None:
+    """Record what `self.<attr>` may hold and be called as (`FileAnalyzer._stored_callable`)."""
+    if stored is not None and stored not in info.attr_callables.get(attr, ()):
+        info.attr_callables.setdefault(attr, []).append(stored)
+
+
 def _numpy_math(value: cst.BaseExpression, fa: "FileAnalyzer") -> Optional[str]:
     """`np.prod(...)` (as it is, not converted by `int()`) -> "prod"; else None."""
     if type(value) is not cst.Call:
@@ -550,9 +556,7 @@ class FileAnalyzer:
                             self.callable_attrs.setdefault(cls, set()).add(attr)
                             continue
                         if type(value) is not cst.Call:
-                            stored = self._stored_callable(value, params)
-                            if stored is not None and stored not in info.attr_callables.get(attr, ()):
-                                info.attr_callables.setdefault(attr, []).append(stored)
+                            _store_callable(info, attr, self._stored_callable(value, params))
                             continue
                         value, q = self._built_by(value)
                         if q is not None and q.rsplit(".", 1)[-1][:1].isupper() and not self._builds_rnn(q):
@@ -582,11 +586,9 @@ class FileAnalyzer:
                     # `super().__init__(state_fallback=self.initial_state)` (norse's LIFCell): the base
                     # presumably stores it under the keyword's name and calls `self.state_fallback(x)`.
                     for arg in node.args:
-                        method = self._self_method_value(arg.value)
-                        if arg.keyword is not None and method is not None:
-                            stored = info.attr_callables.setdefault(arg.keyword.value, [])
-                            if f"self:{method}" not in stored:
-                                stored.append(f"self:{method}")
+                        stored = self._stored_callable(arg.value, params) if arg.keyword is not None else None
+                        if stored is not None and stored.startswith("self:"):
+                            _store_callable(info, arg.keyword.value, stored)
                     continue
                 if (
                     type(func) is cst.Attribute
@@ -598,13 +600,6 @@ class FileAnalyzer:
                     if isinstance(name, str):
                         tensor_attrs.add(name)
                         all_attrs.add(name)
-
-    @staticmethod
-    def _self_method_value(value: cst.BaseExpression) -> Optional[str]:
-        """`name` for `self.name` taken as a value (a bound method, presumably)."""
-        if type(value) is cst.Attribute and type(value.value) is cst.Name and value.value.value == "self":
-            return value.attr.value
-        return None
 
     def _visit_function(self, node: cst.FunctionDef, prefix: str, cls: Optional[str]) -> None:
         qual = f"{prefix}.{node.name.value}"

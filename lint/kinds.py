@@ -220,6 +220,10 @@ NON_MODULE_BASES = frozenset(
     typing.Protocol Generic typing.Generic ABC abc.ABC dataclass
     """.split()
 )
+# torch.distributions' transform base, and the methods its `__call__`, `inv` and a transformed
+# distribution's `log_prob` run (roots in `lint.regions`, their parameters tensors in the walk).
+DISTRIBUTION_TRANSFORMS = frozenset({"torch.distributions.transforms.Transform", "torch.distributions.Transform"})
+DISTRIBUTION_TRANSFORM_METHODS = ("_call", "_inverse", "log_abs_det_jacobian")
 # Libraries whose classes are no nn.Module: a base from them does not make one (tabpfn's
 # `TabPFNRegressor(RegressorMixin, BaseEstimator)` has a `forward` of its own).
 NON_MODULE_BASE_PREFIXES = ("sklearn.", "numpy.", "pandas.", "typing.", "abc.", "enum.", "collections.", "dataclasses.")

@@ -12,13 +12,10 @@ from collections import deque
 from typing import Iterable, Optional
 
 from .summary import STAR_PREFIX, ClassInfo, FileSummary, FunctionInfo
-from .kinds import AUTOGRAD_FUNCTION_BASES, NON_MODULE_BASE_PREFIXES, NON_MODULE_BASES, RNN_BASES
-
-
-# torch.distributions' transform base, and the methods its `__call__`, `inv` and the transformed
-# distribution's `log_prob` run.
-DISTRIBUTION_TRANSFORMS = frozenset({"torch.distributions.transforms.Transform", "torch.distributions.Transform"})
-TRANSFORM_METHODS = ("_call", "_inverse", "log_abs_det_jacobian")
+from .kinds import (
+    AUTOGRAD_FUNCTION_BASES, DISTRIBUTION_TRANSFORM_METHODS, DISTRIBUTION_TRANSFORMS, NON_MODULE_BASE_PREFIXES,
+    NON_MODULE_BASES, RNN_BASES,
+)
 
 
 class Visited(set):
@@ -429,7 +426,7 @@ class Project(ClassResolver):
             # A `torch.distributions` transform (pyro's splines, flows): a compiled model's
             # `log_prob` / `rsample` runs these through the transform's `__call__` and `inv`.
             if self._is_distribution_transform(cls):
-                roots.extend(m for m in (self.find_method(cls, name) for name in TRANSFORM_METHODS) if m)
+                roots.extend(m for m in (self.find_method(cls, name) for name in DISTRIBUTION_TRANSFORM_METHODS) if m)
         for f in self.functions.values():
             if f.compile_root:
                 roots.append(f.qualname)

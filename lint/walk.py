@@ -93,9 +93,6 @@ _STATEMENT_LEVEL = frozenset(
                                               cst.SimpleStatementLine, cst.Else, cst.ExceptHandler,
                                               cst.ExceptStarHandler, cst.Finally, cst.MatchCase, cst.Module))
 )
-# A `torch.distributions` transform's methods that `__call__`, `inv` and `log_prob` run (their
-# parameters are the transformed tensors; `lint.regions` makes them roots).
-_TRANSFORM_METHODS = frozenset({"_call", "_inverse", "log_abs_det_jacobian"})
 _STATEMENT_LINES = (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.While, cst.For)
 _NUMBER_TYPES = frozenset({"int", "float", "str", "bool", "complex"})
 _CONTAINER_TYPES = frozenset({"list", "tuple", "dict", "set"})
@@ -318,7 +315,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         )
         tensor_by_default = self.is_forward or (self.info is not None and self.info.compile_root) or (
             self.cls is None and self.fn.name.value in self.fa.compile_called_names
-        ) or (self.cls is not None and self.fn.name.value in _TRANSFORM_METHODS and self.fa.is_distribution_transform(self.cls))
+        ) or (self.cls is not None and self.fn.name.value in K.DISTRIBUTION_TRANSFORM_METHODS and self.fa.is_distribution_transform(self.cls))
         hints = dict(self.fa.param_hints.get(self.qual, {}))
         evidence = self.fa.param_evidence.get(self.qual, frozenset())
         if self.probe_only:

@@ -290,11 +290,14 @@ _RNN_METHODS = frozenset({"forward", "flatten_parameters"})
 _GENERATOR_METHODS = frozenset({"manual_seed", "seed", "set_state", "get_state", "initial_seed", "graphsafe_set_state"})
 
 
+_TORCH_GENERATOR = frozenset({"torch.Generator", "torch._C.Generator"})
+
+
 def _torch_generator_built(value: cst.BaseExpression, ctx: RuleContext) -> bool:
     """`torch.Generator(...)`, or it seeded in place (`torch.Generator(device=d).manual_seed(s)`)."""
     if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "manual_seed":
         value = value.func.value
-    return type(value) is cst.Call and ctx.call_name(value) in ("torch.Generator", "torch._C.Generator")
+    return type(value) is cst.Call and ctx.call_name(value) in _TORCH_GENERATOR
 
 
 def _none_while_compiling(value: cst.BaseExpression, ctx: RuleContext) -> bool:
@@ -392,7 +395,7 @@ class UntraceableCall(Rule):
                                    "(seed it with `torch.manual_seed`), or draw outside the compiled region",
                        fix=offer_fix("generator", ctx, generator, self.code) if fixable else None)
             return
-        if ctx.call_name(node) in ("torch.Generator", "torch._C.Generator"):
+        if ctx.call_name(node) in _TORCH_GENERATOR:
             # FrEIA's mixture sampling: "An opaque object was created in the middle of the program"
             # (GB0363), probed on 2.13.0 and 2.14.1.
             ctx.report(self, node, "a `torch.Generator` created in compiled code breaks the graph (Dynamo cannot "

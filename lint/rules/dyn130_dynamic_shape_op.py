@@ -87,8 +87,7 @@ UNIQUE = frozenset({"torch.unique", "torch.unique_consecutive", "unique", "uniqu
 
 def _iterated_by_loop(node: cst.Call, ctx) -> bool:
     """`for c in torch.unique(labels):` is one break, DYN121's (a loop of data-dependent length)."""
-    ancestors = ctx.ancestors()
-    parent = ancestors[-1] if ancestors else None
+    parent = next(ctx.iter_ancestors(), None)
     return type(parent) in (cst.For, cst.CompFor) and parent.iter is node
 # What a human can do where no autofix applies.
 ADVICE = (

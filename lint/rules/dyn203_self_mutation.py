@@ -57,9 +57,11 @@ def _converts_itself(value: cst.BaseExpression, attr: str, ctx) -> bool:
     from the second call on (MONAI's RegUNet head, ESM's positional embedding), not a counter;
     also under a None test (CLIP's `self.attn_mask.to(...) if self.attn_mask is not None else None`)."""
     if type(value) is cst.IfExp:
-        return all(
-            _converts_itself(v, attr, ctx) or is_none(v) or ctx.self_attr(v) == attr for v in (value.body, value.orelse)
-        ) and any(_converts_itself(v, attr, ctx) for v in (value.body, value.orelse))
+        branches = (value.body, value.orelse)
+        converted = [_converts_itself(v, attr, ctx) for v in branches]
+        return any(converted) and all(
+            c or is_none(v) or ctx.self_attr(v) == attr for c, v in zip(converted, branches)
+        )
     return (
         type(value) is cst.Call
         and type(value.func) is cst.Attribute
