@@ -192,6 +192,7 @@ def run_check(opts: CheckOptions) -> int:
                 click.echo(f"dynalint: warning: no Python files found{_skipped_note(skipped)}", err=True)
             return EXIT_CLEAN
         progress = _Progress(opts.progress, "dynalint")
+        engine.LAST_UNRESOLVED_ROOTS = None
         if opts.fix or opts.diff:  # fixes need every summary: the whole-tree path
             from dynalint.autofix import fix_paths
             summaries = analyze_files(files, config, jobs=opts.jobs, cache_dir=cache_dir, progress=progress)
@@ -223,6 +224,12 @@ def run_check(opts: CheckOptions) -> int:
                     except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
                         pass
 
+    if engine.LAST_UNRESOLVED_ROOTS and not opts.quiet:
+        unresolved = engine.LAST_UNRESOLVED_ROOTS
+        names = ", ".join(f"`{r}`" for r in unresolved)
+        what = "entry" if len(unresolved) == 1 else "entries"
+        warning(f"extra-roots {what} {names} named no function or nn.Module class of the linted files, ignored "
+                "(give a dotted name: `pkg.module.function` or `pkg.module.Class.method`)")
     out = sys.stdout
     if opts.statistics:
         out.write(format_statistics(findings, unsafe=opts.unsafe_fixes, output_format=opts.output_format))

@@ -32,6 +32,10 @@ class Visited(set):
 _NO_FILE = "\0"
 
 
+# A class named so, or with such a base, is an exception (built to be raised).
+_EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
+
+
 class ClassResolver:
     """Class resolution over linted classes: MRO, module-ness, methods (with the subclasses that
     override them), submodule types, and the targets of a method's calls. The one
@@ -187,6 +191,20 @@ class ClassResolver:
             return [m for m in (self.find_method(head, "forward"), self.find_method(head, "backward")) if m]
         return []
 
+    def _constructor_targets(self, cls: str) -> list[str]:
+        """What constructing a plain class runs: its own `__init__` and a dataclass's own
+        `__post_init__` (Dynamo traces both where compiled code builds the object; sbi's mixture
+        record validating its tensors). Not modules (their `__init__` builds submodules; one
+        built in forward is rare and traced), exceptions (built to be raised), or methods a class
+        inherits (transformers' output records run `ModelOutput.__post_init__`, which Dynamo
+        models itself)."""
+        if not self._is_class(cls) or self.is_module(cls) or self.is_autograd_function(cls) or any(
+            self.canonical(b).endswith(_EXCEPTION_SUFFIXES) for c in self.mro(cls) for b in [c, *self.classes[c].bases]
+        ):
+            return []
+        methods = self.classes[cls].methods
+        return [f"{cls}.{m}" for m in ("__init__", "__post_init__") if m in methods]
+
     def is_rnn_class(self, cls: str) -> bool:
         return any(self.canonical(b) in RNN_BASES for c in self.mro(cls) for b in self.classes[c].bases)
 
@@ -256,6 +274,7 @@ class Project(ClassResolver):
                 else:
                     self.aliases[f"{s.module}.{local}"] = target
         self.extra_roots = list(extra_roots)
+        self.unresolved_roots: list[str] = []  # extra roots that named nothing (`roots`)
         self._canonical_cache: dict[str, str] = {}
         # When a set: gets every name a canonical() walk looks at (`boundaries` reads it); when
         # a `Visited`, also which of them were looked at for another file than their own: the
@@ -435,8 +454,16 @@ class Project(ClassResolver):
             for t in s.compile_targets:
                 roots.extend(self._callable_targets(self.canonical(t)))
         self.asker = _NO_FILE
+        self.unresolved_roots = []
+        linted = {s.module for s in self.summaries}
         for r in self.extra_roots:
-            roots.extend(self._callable_targets(self.canonical(r)))
+            found = self._callable_targets(self.canonical(r))
+            roots.extend(found)
+            # Named wrongly: a bare name, or one under a linted module (`pkg.mod.fn`,
+            # `pkg.mod.Cls.fn`) that has no such thing. A root in a file this run does not lint
+            # (pre-commit passes the changed files) says nothing.
+            if not found and ("." not in r or r.rsplit(".", 1)[0] in linted or r.rsplit(".", 2)[0] in linted):
+                self.unresolved_roots.append(r)
         self.asker = None
         return roots
 
@@ -445,7 +472,8 @@ class Project(ClassResolver):
         if kind == "name":
             if edge[1].endswith("[]"):  # a call of an item of a registry dict
                 return [t for name in self.registry(edge[1][:-2]) for t in self._callable_targets(self.canonical(name))]
-            return self._callable_targets(self.canonical(edge[1]))
+            name = self.canonical(edge[1])
+            return self._callable_targets(name) + self._constructor_targets(name)
         if fn.cls is None:
             return []
         return self.method_targets(fn.cls, edge)

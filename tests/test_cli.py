@@ -56,6 +56,19 @@ def test_a_run_with_no_compile_region_says_nothing_was_checked(tmp_path):
     (tmp_path / "dynalint.toml").write_text("extra-roots = ['lib.sdeint']\n")
     rooted = dynalint("check", "lib.py", cwd=tmp_path)
     assert rooted.returncode == 1 and b"DYN101" in rooted.stdout, rooted.stdout + rooted.stderr
+    assert b"extra-roots" not in rooted.stderr
+
+
+def test_extra_roots_that_name_nothing_are_reported(tmp_path):
+    # A bare name, or a name under a linted module that has no such function, is a typo the
+    # user should see; a root in a file this run does not lint (pre-commit) is not.
+    (tmp_path / "lib.py").write_text("import torch\n\ndef sdeint(x):\n    print(x)\n    return torch.sin(x)\n")
+    (tmp_path / "dynalint.toml").write_text("extra-roots = ['sdeint', 'lib.sdeint', 'lib.sdeint2', 'other.fn']\n")
+    for _ in range(2):  # cold, then warm from the cache
+        result = dynalint("check", "lib.py", cwd=tmp_path)
+        assert result.returncode == 1 and b"DYN101" in result.stdout
+        warned = [line for line in result.stderr.decode().splitlines() if "extra-roots" in line]
+        assert len(warned) == 1 and "`sdeint`, `lib.sdeint2`" in warned[0] and "other.fn" not in warned[0], warned
 
 
 def test_stdin_is_reported_under_the_given_name(tmp_path):

@@ -1199,3 +1199,64 @@ def test_a_call_of_a_registry_item_runs_every_function_it_holds(tmp_path):
         """,
     })
     assert found == [("pkg/routines.py", 5, "DYN110"), ("pkg/routines.py", 8, "DYN101")]
+
+
+def test_constructing_a_plain_class_runs_its_own_init_and_post_init(tmp_path):
+    # Dynamo traces the constructor of an object compiled code builds (sbi's mixture record
+    # validating its tensors in `__post_init__`); not an inherited one, an exception's, or a
+    # module's (its `__init__` builds submodules), and a fresh object's attributes are no counters.
+    found = lint_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/records.py": """
+            from dataclasses import dataclass
+
+            import torch
+
+            @dataclass
+            class Mixture:
+                logits: torch.Tensor
+                def __post_init__(self):
+                    print("mixture", self.logits.shape)
+
+            @dataclass
+            class Child(Mixture):
+                pass
+
+            class State:
+                def __init__(self, x):
+                    self.steps = 0
+                    self.steps += 1
+                    print("state")
+
+            class Unused:
+                def __init__(self):
+                    print("never built")
+
+            class Failure(Exception):
+                def __init__(self, msg):
+                    print(msg)
+        """,
+        "pkg/net.py": """
+            import torch
+            from .records import Child, Failure, Mixture, State
+
+            class Block(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    print("built")
+
+                def forward(self, x):
+                    return x
+
+            class Net(torch.nn.Module):
+                def forward(self, x):
+                    m = Mixture(x)
+                    c = Child(x)
+                    s = State(x)
+                    b = Block()
+                    if x.shape[0] > 100:
+                        raise Failure("too big")
+                    return m.logits + c.logits
+        """,
+    })
+    assert found == [("pkg/records.py", 10, "DYN101"), ("pkg/records.py", 20, "DYN101")]

@@ -552,6 +552,9 @@ def _apply_external_hints(
 # How many functions the last whole-tree phase 2 of this process found in compile regions (None:
 # none ran); `dynalint check` says so when a run checked nothing at all.
 LAST_LIVE_COUNT: Optional[int] = None
+# The `extra-roots` entries that named no function or module class of the linted files, in the
+# last run that resolved them (None: not resolved in this process, e.g. a warm run's record).
+LAST_UNRESOLVED_ROOTS: Optional[list] = None
 
 
 def live_functions(summaries, config: Config, extra_roots: Iterable[str] = (), walk: Optional[dict] = None) -> set[str]:
@@ -569,6 +572,8 @@ def live_functions(summaries, config: Config, extra_roots: Iterable[str] = (), w
             project = Project(summaries, visited=visited)
         project.extra_roots = list(roots)
         live = project.reachable(walk)
+        global LAST_UNRESOLVED_ROOTS
+        LAST_UNRESOLVED_ROOTS = list(project.unresolved_roots)
         if walk is not None:
             walk["project"] = project
         if record is not None and record.members:

@@ -103,6 +103,7 @@ def lint_tree(
             # The changed files kept their interfaces (else the whole-tree path ran): the same
             # functions are live as in the run that saved the state.
             engine.LAST_LIVE_COUNT = state.get("live_count")
+            engine.LAST_UNRESOLVED_ROOTS = state.get("unresolved_roots")
             findings, changed = found
             if changed:
                 cache.save_state(name, state)
@@ -120,6 +121,7 @@ def lint_tree(
         if new_state is not None:
             # For the warm runs' summary: "No compile region found" when nothing was live.
             new_state["live_count"] = engine.LAST_LIVE_COUNT
+            new_state["unresolved_roots"] = engine.LAST_UNRESOLVED_ROOTS
             # Three files, each written atomically, the state last: the run id pairs them, so
             # that a run reading the state of one concurrent run and the others of another
             # notices.

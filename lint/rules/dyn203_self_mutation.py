@@ -113,6 +113,9 @@ def _float_attrs(ctx) -> frozenset:
     return found
 
 
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})
+
+
 class SelfMutation(Rule):
     code = "DYN203"
     name = "module-attribute-mutation"
@@ -122,6 +125,8 @@ class SelfMutation(Rule):
     fixable = "unsafe"
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
+        if ctx.fn is not None and ctx.fn.name.value in _CONSTRUCTORS:
+            return  # the attributes of an object being built (a record compiled code constructs)
         if type(node) is cst.AugAssign:
             attr = ctx.self_attr(node.target)
             if attr is not None and attr not in ctx.tensor_attrs and not ctx.is_tensor(node.value):
