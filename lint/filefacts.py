@@ -77,6 +77,8 @@ class FileAnalyzer:
         # class qualname -> attrs assigned a module in __init__ (`nn.Conv2d(...)`, `Block(...)`)
         self.module_attrs: dict[str, set[str]] = {}
         self.lock_attrs: dict[str, set[str]] = {}  # class qualname -> attrs holding threading locks
+        # class qualname -> attrs holding Python sequences (a list or tuple display, `nn.ModuleList`)
+        self.sequence_attrs: dict[str, set[str]] = {}
         self.lock_names: set[str] = set()  # module-level names bound to threading locks
         self._subclasses: Optional[dict[str, list[str]]] = None  # base -> classes of this file
         self.compile_called_names: set[str] = set()
@@ -555,10 +557,14 @@ class FileAnalyzer:
                         ):
                             self.callable_attrs.setdefault(cls, set()).add(attr)
                             continue
+                        if is_sequence_display(value):
+                            self.sequence_attrs.setdefault(cls, set()).add(attr)
                         if type(value) is not cst.Call:
                             _store_callable(info, attr, self._stored_callable(value, params))
                             continue
                         value, q = self._built_by(value)
+                        if q in SEQUENCE_BUILDERS:
+                            self.sequence_attrs.setdefault(cls, set()).add(attr)
                         if q is not None and q.rsplit(".", 1)[-1][:1].isupper() and not self._builds_rnn(q):
                             self._non_rnn_modules.setdefault(cls, set()).add(attr)
                         if q is not None and (
@@ -732,6 +738,18 @@ RNN_MODULES, RNN_BASES = K.RNN_MODULES, K.RNN_BASES
 
 # Locks Dynamo cannot enter ("Unsupported context manager"; probed on torch 2.13: DYN109).
 LOCK_TYPES = frozenset({"threading.Lock", "threading.RLock"})
+
+# Calls that build a Python sequence (indexing one with a tensor reads the tensor back as an int).
+SEQUENCE_BUILDERS = frozenset({
+    "list", "tuple", "range", "torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ParameterList",
+})
+
+
+def is_sequence_display(value: cst.BaseExpression) -> bool:
+    """`[a, b]`, `(a, b)`, `[f(i) for i in ...]`, `[x] * n`."""
+    while type(value) is cst.BinaryOperation and type(value.operator) is cst.Multiply:
+        value = value.left
+    return type(value) in (cst.List, cst.Tuple, cst.ListComp)
 
 
 def _walk_imports(module: cst.Module):

@@ -144,6 +144,10 @@ class RuleContext(Protocol):
         """Attributes of the method's class holding threading locks."""
 
     @property
+    def sequence_attrs(self) -> AbstractSet[str]:
+        """Attributes of the method's class holding Python sequences (lists, tuples, ModuleLists)."""
+
+    @property
     def lock_names(self) -> AbstractSet[str]:
         """Module-level names bound to threading locks."""
 

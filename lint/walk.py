@@ -175,6 +175,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         self.rnn_attrs = fa.rnn_attrs_with_subclasses(cls) if cls else set()
         self.in_rnn_class = cls is not None and cls in fa.rnn_classes
         self.lock_attrs = fa.lock_attrs.get(cls, set()) if cls else set()
+        self.sequence_attrs = fa.sequence_attrs.get(cls, set()) if cls else set()
         self.lock_names = fa.lock_names
         self._rule_state: dict[str, dict] = {}  # see rule_state
         self.class_info = fa.summary.classes.get(cls) if cls else None

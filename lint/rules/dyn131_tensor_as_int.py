@@ -4,7 +4,9 @@
 Finds tensors passed as sizes or counts in a compile region: `F.one_hot(t, num_classes=t.max() + 1)`,
 factory sizes such as `torch.zeros(n)` / `torch.arange(n)` with `n` a tensor, slices
 with tensor bounds (`x[:n]`), and indexes that are 0-d tensors (`x[torch.argmax(s)]`, effdet's
-soft-NMS; a 1-d index tensor is advanced indexing, which traces).
+soft-NMS; a 1-d index tensor is advanced indexing, which traces), and Python lists, tuples or
+`nn.ModuleList`s indexed by a tensor (`self.experts[choice]` with `choice` drawn by
+`torch.randint`), which Python reads back through `__index__`.
 
 ## Why it breaks the graph
 A size must be known while tracing; taking it from a tensor's data forces Dynamo to read the
@@ -23,6 +25,7 @@ Pass static sizes from the config (`num_classes=self.num_classes`), or sizes tak
 
 import libcst as cst
 
+from ..filefacts import SEQUENCE_BUILDERS, is_sequence_display
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 # Factories and which of their arguments are Python ints: positions (None: every positional
@@ -63,6 +66,12 @@ def _scalar_index(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     return q in ("torch.argmax", "torch.argmin") and len(node.args) == 1 and node.args[0].keyword is None
 
 
+def _builds_sequence(value: cst.BaseExpression, ctx: RuleContext) -> bool:
+    if is_sequence_display(value):
+        return True
+    return type(value) is cst.Call and ctx.call_name(value) in SEQUENCE_BUILDERS
+
+
 class TensorAsInt(Rule):
     code = "DYN131"
     name = "tensor-used-as-size"
@@ -73,6 +82,17 @@ class TensorAsInt(Rule):
         ("GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
     )
     node_types = (cst.Call, cst.Subscript, cst.Assign)
+
+    @staticmethod
+    def _python_sequence(value: cst.BaseExpression, ctx: RuleContext) -> bool:
+        """A list, tuple or ModuleList: a display, a local bound to one, an attribute the class
+        sets to one."""
+        if type(value) is cst.Name:
+            return value.value in ctx.rule_state("DYN131").get("sequences", ())
+        attr = ctx.self_attr(value)
+        if attr is not None:
+            return attr in ctx.sequence_attrs and attr not in ctx.tensor_attrs
+        return is_sequence_display(value)
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
@@ -98,11 +118,25 @@ class TensorAsInt(Rule):
                         return
             return
         if type(node) is cst.Assign:
-            # names bound to a 0-d index (`top_idx = torch.argmax(scores)`), until rebound
-            scalars = ctx.rule_state(self.code).setdefault("scalars", set())
+            # names bound to a 0-d index (`top_idx = torch.argmax(scores)`) or to a Python
+            # sequence (`outs = [a, b]`), until rebound
+            state = ctx.rule_state(self.code)
+            scalars = state.setdefault("scalars", set())
+            sequences = state.setdefault("sequences", set())
             for t in node.targets:
                 if type(t.target) is cst.Name:
-                    (scalars.add if _scalar_index(node.value, ctx) else scalars.discard)(t.target.value)
+                    name = t.target.value
+                    (scalars.add if _scalar_index(node.value, ctx) else scalars.discard)(name)
+                    (sequences.add if _builds_sequence(node.value, ctx) else sequences.discard)(name)
+            return
+        if self._python_sequence(node.value, ctx):
+            if len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index \
+                    and ctx.is_definite_tensor(node.slice[0].slice.value):
+                # pyro's `x[idx]` on a list in `for idx in perm`; a layer picked by a drawn index
+                ctx.report(self, node.slice[0].slice.value,
+                           "a Python list, tuple or ModuleList indexed by a tensor reads the index back as an int "
+                           "(`.item()`) and breaks the graph; index with a Python int (`.tolist()` the indices "
+                           "once, outside compiled code), or stack the items and index the tensor")
             return
         if not ctx.is_tensor(node.value):
             return
@@ -124,6 +158,27 @@ class TensorAsInt(Rule):
                         return
 
     invalid = (
+        Example(
+            # A layer picked by a drawn index; pyro's list of columns indexed in a loop over a
+            # permutation tensor.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+                def forward(self, x):
+                    choice = torch.randint(0, 3, ())
+                    scales = [1.0, 2.0, 3.0]
+                    pick = (x > 0).sum() % 3
+                    return self.experts[choice](x) * scales[pick]  # expect: DYN131, DYN131
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 4),)",
+        ),
         Example(
             # effdet's soft-NMS: the best box's position, a 0-d tensor, indexes the boxes.
             """
@@ -213,6 +268,27 @@ class TensorAsInt(Rule):
         ),
     )
     valid = (
+        Example(
+            # Python ints index the ModuleList and the list; a tensor indexes a tensor.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+                    self.scales = [1.0, 2.0, 3.0]
+
+                def forward(self, x):
+                    for i in range(len(self.layers)):
+                        x = self.layers[i](x) * self.scales[i]
+                    rows = torch.arange(x.shape[0])
+                    return x[rows] + self.scales[x.shape[0] - 1]
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(2, 4),)",
+        ),
         Example(
             # norse's population encoding: a tensor as `linspace`'s end is traced; `steps` is the size.
             """
