@@ -229,7 +229,7 @@ def run_check(opts: CheckOptions) -> int:
         names = ", ".join(f"`{r}`" for r in unresolved)
         what = "entry" if len(unresolved) == 1 else "entries"
         warning(f"extra-roots {what} {names} named no function or nn.Module class of the linted files, ignored "
-                "(give a dotted name: `pkg.module.function` or `pkg.module.Class.method`)")
+                "(give a dotted name, `pkg.module.function` or `pkg.module.Class.method`, or a pattern, `pkg.module.*`)")
     out = sys.stdout
     if opts.statistics:
         out.write(format_statistics(findings, unsafe=opts.unsafe_fixes, output_format=opts.output_format))

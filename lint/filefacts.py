@@ -18,7 +18,7 @@ from .annotations import annotation_kind
 from .callgraph import submodule_types
 from .inference import torch_non_tensor
 from .nodes import dotted, iter_code_nodes, self_dict_key
-from .options import AnalyzerOptions
+from .options import AnalyzerOptions, is_root_pattern, matches_root_pattern
 from .parsing import module_scans
 from .summary import BUILTIN_NAMES, STAR_PREFIX, ClassInfo, FileSummary, FunctionInfo
 from .walk import _LITERAL_DEFAULTS, FunctionContext, _combine_truth, _is_logical
@@ -610,7 +610,9 @@ class FileAnalyzer:
     def _visit_function(self, node: cst.FunctionDef, prefix: str, cls: Optional[str]) -> None:
         qual = f"{prefix}.{node.name.value}"
         info = FunctionInfo(qualname=qual, cls=cls, name=node.name.value)
-        if qual in self.options.extra_roots:
+        if qual in self.options.extra_roots or any(
+            matches_root_pattern(qual, r) for r in self.options.extra_roots if is_root_pattern(r)
+        ):
             info.compile_root = True  # named in `extra-roots`: compiled by the user, like `@torch.compile`
         for dec in node.decorators:
             expr = dec.decorator

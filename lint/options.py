@@ -4,14 +4,16 @@ helpers and rule selection, and the facts other files give it (see `lint.hints`)
 from __future__ import annotations
 
 from dataclasses import dataclass
+import re
+from fnmatch import fnmatchcase
 from typing import Optional
 
 
 @dataclass
 class AnalyzerOptions:
     is_compiling_functions: frozenset[str] = frozenset()
-    # The configuration's `extra-roots` (dotted names): a function of this file named there is a
-    # compiled root, its parameters presumed tensors.
+    # The configuration's `extra-roots` (dotted names, or patterns such as `pkg.ops.*`): a
+    # function of this file named there is a compiled root, its parameters presumed tensors.
     extra_roots: frozenset[str] = frozenset()
     rule_codes: Optional[frozenset[str]] = None  # None: all rules
     # function qualname -> {parameter position (as str) or name: kind}: tensors that callers in
@@ -25,3 +27,41 @@ class AnalyzerOptions:
     # class names as this file writes them (`LSTM` imported from another file) that derive from
     # nn.LSTM / GRU / RNN there (pytorch-forecasting's `class LSTM(RNN, nn.LSTM)`)
     external_rnn_types: frozenset[str] = frozenset()
+
+
+def is_root_pattern(root: str) -> bool:
+    """An `extra-roots` entry with shell wildcards (`pkg.ops.*`, `pkg.losses.*Loss.forward`)."""
+    return any(c in root for c in "*?[")
+
+
+def matches_root_pattern(qualname: str, pattern: str) -> bool:
+    """A public function or method the pattern names: `*` spans dots, and a name starting with
+    `_` (a private helper, `__init__`) is matched only where the pattern spells the underscore
+    (compiled code reaches private helpers through the calls of the public ones); `__call__`
+    (a loss object's) is public."""
+    last = qualname.rpartition(".")[2]
+    if last.startswith("_") and last != "__call__" and not pattern.rpartition(".")[2].startswith("_"):
+        return False
+    return fnmatchcase(qualname, pattern)
+
+
+def pattern_may_name(root: str, module: str) -> bool:
+    """An `extra-roots` pattern that may match a function of `module`: its text before the first
+    wildcard and the module's dotted name agree as far as both go."""
+    if not is_root_pattern(root):
+        return False
+    head = re.split(r"[*?\[]", root, maxsplit=1)[0]
+    own = f"{module}."
+    return own.startswith(head) or head.startswith(own)
+
+
+def meant_for(root: str, module: str) -> bool:
+    """An `extra-roots` entry naming something of `module` itself (`pkg.mod.fn`,
+    `pkg.mod.Class.method`, `pkg.mod.*`, `pkg.mod.Foo*`) or, for a pattern, of the modules under
+    it: where it matches nothing while `module` is linted, it is misspelt. (`pkg.other.fn` says
+    nothing about `pkg`: pre-commit lints the changed files only.)"""
+    if is_root_pattern(root):
+        head = re.split(r"[*?\[]", root, maxsplit=1)[0]
+        return f"{module}.".startswith(head) or head.rpartition(".")[0] == module
+    parts = root.rsplit(".", 2)
+    return root.rpartition(".")[0] == module or (len(parts) == 3 and parts[0] == module and parts[1][:1].isupper())

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Optional
 
+from .options import is_root_pattern, matches_root_pattern, meant_for
 from .summary import STAR_PREFIX, ClassInfo, FileSummary, FunctionInfo
 from .kinds import (
     AUTOGRAD_FUNCTION_BASES, DISTRIBUTION_TRANSFORM_METHODS, DISTRIBUTION_TRANSFORMS, NON_MODULE_BASE_PREFIXES,
@@ -457,12 +458,14 @@ class Project(ClassResolver):
         self.unresolved_roots = []
         linted = {s.module for s in self.summaries}
         for r in self.extra_roots:
-            found = self._callable_targets(self.canonical(r))
+            if is_root_pattern(r):
+                found = [q for q in self.functions if matches_root_pattern(q, r)]
+            else:
+                found = self._callable_targets(self.canonical(r))
             roots.extend(found)
-            # Named wrongly: a bare name, or one under a linted module (`pkg.mod.fn`,
-            # `pkg.mod.Cls.fn`) that has no such thing. A root in a file this run does not lint
-            # (pre-commit passes the changed files) says nothing.
-            if not found and ("." not in r or r.rsplit(".", 1)[0] in linted or r.rsplit(".", 2)[0] in linted):
+            # Named wrongly: a bare name, or one meant for a linted module that has no such thing
+            # (`options.meant_for`).
+            if not found and ("." not in r or any(meant_for(r, m) for m in linted)):
                 self.unresolved_roots.append(r)
         self.asker = None
         return roots

@@ -59,6 +59,40 @@ def test_a_run_with_no_compile_region_says_nothing_was_checked(tmp_path):
     assert b"extra-roots" not in rooted.stderr
 
 
+def test_extra_roots_patterns_name_the_public_functions_of_a_module(tmp_path):
+    # A library used through plain functions (POT's `ot.sinkhorn`, a loss object's `__call__`):
+    # `pkg.ops.*` makes its public functions and methods compiled code; private helpers are
+    # reached through their calls, not matched themselves.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "ops.py").write_text(textwrap.dedent("""
+        import torch
+
+        def sinkhorn(x):
+            return _step(x).sum().item()
+
+        def _step(x):
+            print(x)
+            return x
+
+        def _unused(x):
+            print(x)
+
+        class Loss:
+            def __init__(self):
+                print("built once")
+
+            def __call__(self, x):
+                return x.max().item()
+    """))
+    (tmp_path / "pkg" / "data.py").write_text("import torch\n\ndef load(x):\n    return x.item()\n")
+    (tmp_path / "dynalint.toml").write_text("extra-roots = ['pkg.ops.*']\n")
+    result = dynalint("check", "--output-format", "concise", "pkg", cwd=tmp_path)
+    rows = [line.split(" ")[0] for line in result.stdout.decode().splitlines() if ": DYN" in line]
+    assert rows == ["pkg/ops.py:5:12:", "pkg/ops.py:8:5:", "pkg/ops.py:19:16:"], result.stdout
+    assert b"extra-roots" not in result.stderr
+
+
 def test_extra_roots_that_name_nothing_are_reported(tmp_path):
     # A bare name, or a name under a linted module that has no such function, is a typo the
     # user should see; a root in a file this run does not lint (pre-commit) is not.

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from dynalint.config import Config
 from dynalint.findings import Finding
+from dynalint.lint.options import pattern_may_name
 
 if TYPE_CHECKING:
     from dynalint.run.cache import RunCache
@@ -169,7 +170,7 @@ def _work_item(f: SourceFile, compiling_fns: tuple, cache_dir: Optional[str], ex
     """A first-pass work item for a file; the cross-file rounds give copies the facts other files
     tell about it."""
     # Only the roots that may name a function of this file: a change to the others keeps its key.
-    own = tuple(r for r in extra_roots if r.startswith(f"{f.module}."))
+    own = tuple(r for r in extra_roots if r.startswith(f"{f.module}.") or pattern_may_name(r, f.module))
     return WorkItem(f.display, str(f.path), f.module, f.is_package, f.text, compiling_fns, cache_dir,
                     extra_roots=own)
 
