@@ -88,7 +88,11 @@ class TensorAsInt(Rule):
         """A list, tuple or ModuleList: a display, a local bound to one, an attribute the class
         sets to one."""
         if type(value) is cst.Name:
-            return value.value in ctx.rule_state("DYN131").get("sequences", ())
+            bound = ctx.rule_state("DYN131").get("sequences", {}).get(value.value)
+            if bound is None:
+                return False
+            assign, after, before = bound
+            return before if any(a is assign for a in ctx.iter_ancestors()) else after
         attr = ctx.self_attr(value)
         if attr is not None:
             return attr in ctx.sequence_attrs and attr not in ctx.tensor_attrs
@@ -122,12 +126,14 @@ class TensorAsInt(Rule):
             # sequence (`outs = [a, b]`), until rebound
             state = ctx.rule_state(self.code)
             scalars = state.setdefault("scalars", set())
-            sequences = state.setdefault("sequences", set())
+            # name -> (the assignment binding it last, whether it holds a sequence after it, and
+            # before it: the value of `x = [x[i] for i in idx]` still reads the earlier `x`)
+            sequences = state.setdefault("sequences", {})
             for t in node.targets:
                 if type(t.target) is cst.Name:
                     name = t.target.value
                     (scalars.add if _scalar_index(node.value, ctx) else scalars.discard)(name)
-                    (sequences.add if _builds_sequence(node.value, ctx) else sequences.discard)(name)
+                    sequences[name] = (node, _builds_sequence(node.value, ctx), self._python_sequence(t.target, ctx))
             return
         if self._python_sequence(node.value, ctx):
             if len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index \
