@@ -146,7 +146,8 @@ NON_TENSOR_ATTRS = frozenset(
     grad_fn is_mkldnn is_nested itemsize nbytes output_nr _version
     """.split()
 )
-TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+# `values` / `indices` of the named tuples `topk`, `sort`, `max(dim)`... return.
+TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag", "values", "indices"})
 SHAPE_ATTRS = frozenset({"shape"})
 
 # Python builtins whose results are never tensors.

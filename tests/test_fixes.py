@@ -3683,3 +3683,36 @@ def test_no_tensor_assert_where_the_message_is_not_a_literal():
     ''').text
     assert "assert (y - x).abs().max().item() < 1e-7, (y - x).abs().max().item()" in out
     assert 'assert (y - x).abs().max() < 10, "too far"' in out
+
+
+def test_classmethod_forward_calling_bare_super_keeps_its_decorator():
+    # entmax's losses: `return super().forward(ctx, X, ...)` needs `cls` (and the `__class__`
+    # cell); as a staticmethod it raises TypeError in plain eager. The other method is fixed.
+    code = '''
+        import torch
+
+        class Base(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, alpha=1.0):
+                return x * alpha
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None
+
+        class Loss(Base):
+            @classmethod
+            def forward(cls, ctx, x):
+                return super().forward(ctx, x, alpha=2.0)
+
+            @classmethod
+            def backward(cls, ctx, g):
+                return g * 2, None
+
+        @torch.compile
+        def f(x):
+            return Loss.apply(x)
+    '''
+    out = fixed(code, unsafe=False).text
+    assert "@classmethod\n    def forward(cls, ctx, x):\n        return super().forward" in out
+    assert "@staticmethod\n    def backward(ctx, g):" in out

@@ -29,7 +29,7 @@ class Entmax15Function(Function):
 ## Fix (safe)
 Where the method never reads `cls`, the autofix writes `@staticmethod` and drops the parameter:
 `Function.apply` calls `forward(ctx, *args)` either way, so the program is the same. A method that
-reads `cls` is reported without a fix.
+reads `cls`, or calls a zero-argument `super()` (which needs it), is reported without a fix.
 """
 
 from typing import Optional
@@ -55,12 +55,22 @@ def classmethod_methods(module: cst.Module, qualname: str) -> list:
 
 
 def reads_first_parameter(fn: cst.FunctionDef) -> Optional[bool]:
-    """Does the method's body read its first parameter (`cls`)? None when it has none."""
+    """Does the method's body read its first parameter (`cls`)? None when it has none. A
+    zero-argument `super()` reads it too (with the `__class__` cell): entmax's losses'
+    `return super().forward(ctx, X, ...)` fails in a staticmethod."""
     params = fn.params.params
     if not params:
         return None
     first = params[0].name.value
-    return any(type(n) is cst.Name and n.value == first for n in iter_nodes(fn.body))
+    return any(type(n) is cst.Name and n.value == first for n in iter_nodes(fn.body)) or calls_bare_super(fn)
+
+
+def calls_bare_super(fn: cst.FunctionDef) -> bool:
+    return any(
+        (type(n) is cst.Call and type(n.func) is cst.Name and n.func.value == "super" and not n.args)
+        or (type(n) is cst.Name and n.value == "__class__")
+        for n in iter_nodes(fn.body)
+    )
 
 
 class AutogradFunctionClassmethod(Rule):
@@ -82,12 +92,15 @@ class AutogradFunctionClassmethod(Rule):
         if not methods:
             return
         names = " and ".join(f"`{m.name.value}`" for m in methods)
-        ctx.report(
-            self, node,
-            f"`{owner.rsplit('.', 1)[-1]}` declares {names} with `@classmethod`: Dynamo cannot bind its arguments "
-            "and breaks the graph at `.apply` with gradients on; use `@staticmethod`",
-            fix=offer_fix("function_staticmethod", ctx, methods, self.code),
-        )
+        if any(calls_bare_super(m) for m in methods):
+            # entmax's losses: measured, an internal error with gradients off too
+            message = (f"`{owner.rsplit('.', 1)[-1]}` declares {names} with `@classmethod` and calls `super()` there: "
+                       "Dynamo fails on `.apply` (an internal error, with gradients on or off); make them "
+                       "`@staticmethod` and call the base's method by name (`Base.forward(ctx, ...)`)")
+        else:
+            message = (f"`{owner.rsplit('.', 1)[-1]}` declares {names} with `@classmethod`: Dynamo cannot bind its "
+                       "arguments and breaks the graph at `.apply` with gradients on; use `@staticmethod`")
+        ctx.report(self, node, message, fix=offer_fix("function_staticmethod", ctx, methods, self.code))
 
     _source = """
             import torch
