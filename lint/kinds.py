@@ -105,7 +105,12 @@ NON_TENSOR_METHODS = frozenset(
 )
 # NumPy math whose result on Python numbers is a 0-d array (a tensor under Dynamo), and its
 # Python equivalent on numbers (DYN106 and its fix; attributes set with it, lint.filefacts).
-NUMPY_MATH_EQUIVALENT = {"lcm": "math.lcm", "gcd": "math.gcd", "prod": "math.prod", "sum": "sum"}
+NUMPY_MATH_EQUIVALENT = {
+    "lcm": "math.lcm", "gcd": "math.gcd", "prod": "math.prod", "sum": "sum",
+    # one number in, one out (pypots' FEDformer: `math.floor(np.log2(N))` with N from a shape)
+    "log": "math.log", "log2": "math.log2", "log10": "math.log10", "sqrt": "math.sqrt", "exp": "math.exp",
+    "ceil": "math.ceil", "floor": "math.floor", "trunc": "math.trunc",
+}
 # Whole-tensor comparisons that give a Python bool, not a tensor: they read values, and a test
 # reading one cannot become a tensor condition (DYN120 offers no fix; fixes/where.py).
 PYTHON_BOOL_COMPARISONS = frozenset({"equal", "allclose", "is_nonzero", "is_same_size", "is_set_to"})

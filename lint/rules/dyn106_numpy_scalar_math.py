@@ -1,8 +1,10 @@
 """DYN106: NumPy math on Python numbers (`np.lcm(a, b)`, `np.prod(x.shape)`) used as a number.
 
 ## What it does
-Finds `np.lcm`, `np.gcd`, `np.prod` and `np.sum` called on Python values (numbers, shapes, lists;
-no tensor and no NumPy array among the arguments) in a compile region, when the result is used as
+Finds `np.lcm`, `np.gcd`, `np.prod`, `np.sum` and the one-number functions (`np.log`, `np.log2`,
+`np.log10`, `np.sqrt`, `np.exp`, `np.ceil`, `np.floor`, `np.trunc`) called on Python values
+(numbers, shapes, lists; no tensor and no NumPy array among the arguments) in a compile region,
+when the result is used as
 a number: in an `if` / `while` test or a comparison, in `range()` / `int()` / `math.ceil()`, as a size (`np.zeros`,
 `torch.zeros`, `x.reshape`, `x.new_zeros`, ...), as an index, or returned from a helper that
 compiled code calls.
@@ -25,10 +27,12 @@ def forward(self, input_ids):
 ```
 
 ## Use instead
-The `math` module or a builtin on Python numbers: `math.lcm`, `math.gcd`, `math.prod`, `sum`
-(the unsafe autofix). Unsafe because the result becomes a Python `int` instead of `np.int64`,
-and because the linter cannot prove the arguments are not NumPy arrays (on an array `math.lcm`
-raises and `sum` adds along the first axis only).
+The `math` module or a builtin on Python numbers: `math.lcm`, `math.gcd`, `math.prod`, `sum`,
+`math.log2`, `math.ceil`, ... (the unsafe autofix). Unsafe because the result becomes a Python
+number instead of a NumPy one (`math.ceil` gives an `int` where `np.ceil` gives a float; `math.log(0)`
+and `math.sqrt(-1)` raise where NumPy gives `-inf` and `nan`), and because the linter cannot prove
+the arguments are not NumPy arrays (on an array `math.lcm` raises and `sum` adds along the first
+axis only).
 """
 
 import libcst as cst
@@ -41,7 +45,7 @@ from ..variables import variable_reads
 
 # numpy function -> its Python equivalent on Python numbers, and how many positional arguments.
 MATH_EQUIVALENT = NUMPY_MATH_EQUIVALENT
-_ARITY = {"lcm": 2, "gcd": 2, "prod": 1, "sum": 1}
+_ARITY = {"lcm": 2, "gcd": 2}  # the others take one argument
 
 # Callables whose arguments must be Python numbers (sizes, counts, ranges).
 NUMBER_TAKERS = frozenset({"range", "int", "float", "bool", "len", "divmod", "round", "math.ceil", "math.floor", "math.trunc"})
@@ -56,7 +60,7 @@ def python_values(call: cst.Call, name: str, ctx: RuleContext) -> bool:
     """Are the call's arguments plain Python values by all the linter knows (no tensor, no NumPy
     array), in the shape the Python equivalent takes?"""
     args = call.args
-    if len(args) != _ARITY[name] or any(a.keyword is not None or a.star for a in args):
+    if len(args) != _ARITY.get(name, 1) or any(a.keyword is not None or a.star for a in args):
         return False
     for a in args:
         values = [a.value]
@@ -173,6 +177,33 @@ class NumpyScalarMath(Rule):
         )
 
     invalid = (
+        Example(
+            # pypots' FEDformer: wavelet levels from a size.
+            """
+            import math
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                B, N = x.shape
+                levels = math.floor(np.log2(N))  # expect: DYN106
+                return x * levels
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3, 16),)",
+            fixed="""
+                import math
+                import numpy as np
+                import torch
+
+                @torch.compile
+                def f(x):
+                    B, N = x.shape
+                    levels = math.floor(math.log2(N))  # expect: DYN106
+                    return x * levels
+            """,
+        ),
         Example(
             # DAC: the hop length set in `__init__` with `np.prod`, used to pad the input.
             """
@@ -291,6 +322,19 @@ class NumpyScalarMath(Rule):
         ),
     )
     valid = (
+        Example(
+            # attention's scale: NumPy math on a size feeding tensor arithmetic is traced.
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(q, k):
+                return (q @ k.transpose(-1, -2)) / np.sqrt(q.shape[-1])
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(2, 4, 8), torch.randn(2, 4, 8))",
+        ),
         Example(
             # spikingjelly's weight standardisation: the fan-in only scales a tensor computed on
             # the next line (traced).

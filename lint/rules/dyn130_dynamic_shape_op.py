@@ -111,6 +111,11 @@ def _file_functions(ctx) -> frozenset:
     return names
 
 
+# Receivers a boolean mask may index: tensors, and values of unknown kind (only a tensor takes a
+# boolean tensor as an index).
+_MASKABLE = (Kind.TENSOR, Kind.BOOL_TENSOR, Kind.PRESUMED, Kind.UNKNOWN)
+
+
 def _boolean_index(index: cst.BaseExpression, ctx) -> bool:
     """A boolean tensor, or a tensor for sure named as a mask (ultralytics' `fg_mask: Tensor`
     parameters, whose dtype no annotation says)."""
@@ -179,10 +184,14 @@ class DynamicShapeOp(Rule):
         # x[mask] with a boolean tensor mask, read (not assigned); `x[mask] += v` reads it first.
         storing = ctx.in_assignment_target()
         updated = storing and ctx.is_augmented_target(node)
-        if (storing and not updated) or not ctx.is_tensor(node.value):
+        if (storing and not updated) or ctx.kind(node.value) not in _MASKABLE:
             return
         for el in node.slice:
-            if type(el.slice) is cst.Index and _boolean_index(el.slice.value, ctx):
+            if type(el.slice) is cst.Index and _boolean_index(el.slice.value, ctx) and (
+                ctx.is_tensor(node.value) or ctx.kind(el.slice.value) == Kind.BOOL_TENSOR
+            ):
+                # a value of unknown kind indexed by a boolean tensor is a tensor (roma's `q1`
+                # from a helper's tuple: `q1[cos_omega < 0, :] *= -1`)
                 if updated:
                     ctx.report(
                         self,
