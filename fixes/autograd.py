@@ -68,3 +68,19 @@ def function_staticmethod_fix(ctx: RuleContext, methods: list, code: str = "DYN1
         return make_fix(SAFE, f"Declare {names} `@staticmethod` without `cls` (Dynamo binds `cls` wrongly and breaks)", edits)
 
     return guarded(code, generate)
+
+
+def variable_detach_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN105"):
+    """`Variable(t)` -> `t.detach()` (safe): the legacy constructor returns `t` detached, a new
+    tensor sharing its storage with `requires_grad=False` (measured: no `grad_fn`, not `t`
+    itself), which is what `detach()` gives. Only the one-argument form."""
+    value = call.args[0].value
+    atomic = isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) and not value.lpar
+
+    def generate(positions, module):
+        outer, inner = positions[call], positions[value]
+        head = Edit("" if atomic else "(", outer.start.line, outer.start.column + 1, inner.start.line, inner.start.column + 1)
+        tail = Edit(".detach()" if atomic else ").detach()", inner.end.line, inner.end.column + 1, outer.end.line, outer.end.column + 1)
+        return make_fix(SAFE, "Detach the tensor (`Variable(t)` is `t.detach()`)", [head, tail])
+
+    return guarded(code, generate)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dynalint.lint.rule import register_fix_provider
 
 from .apply import AFTER_FIXES
-from .autograd import duplicate_input_fix, function_staticmethod_fix, saved_tensors_fix
+from .autograd import duplicate_input_fix, function_staticmethod_fix, saved_tensors_fix, variable_detach_fix
 from .buffers import buffer_local_fix
 from .checks import assert_message_fix, assert_split_fix, raise_check_fix
 from .compile_default import compile_default_fix
@@ -62,6 +62,7 @@ PROVIDERS = {
     "duplicate_input": duplicate_input_fix,  # DYN141
     "check_message": check_message_fix,  # DYN115
     "generator": generator_fix,  # DYN105
+    "variable_detach": variable_detach_fix,  # DYN105
     "function_staticmethod": function_staticmethod_fix,  # DYN145
     "saved_tensors": saved_tensors_fix,  # DYN144
     "buffer_local": buffer_local_fix,  # DYN142

@@ -7,7 +7,9 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 (`np.random.permutation`) or maps to code that reads a tensor value (`np.random.choice`),
 `torch.get_rng_state()` / `torch.set_rng_state()`, seeding (`torch.manual_seed()`,
 `torch.cuda.manual_seed()`, `torch.initial_seed()`, `torch.default_generator.manual_seed()`),
-`input()`, `open()`, RNN packing (`pack_padded_sequence`, `pad_packed_sequence`),
+`input()`, `open()`, thread settings (`torch.get_num_threads()`, `torch.set_num_threads()`),
+TorchScript futures (`torch.jit.fork` / `wait`), the legacy `torch.autograd.Variable(t)` (safe
+fix: `t.detach()`, which is what it returns), RNN packing (`pack_padded_sequence`, `pad_packed_sequence`),
 `torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
 `torch.sparse_coo_tensor`, `x.to_sparse()`, `x._values()`: torch.compile does not support them), SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
 SciPy ufunc breaks even on a Python number), PyWavelets (`pywt.dwt_coeff_len`, compiled code),
@@ -139,8 +141,19 @@ UNTRACEABLE = frozenset(
         "torch.nn.utils.rnn.pad_packed_sequence",
         "torch.nn.utils.rnn.pack_sequence",
         "torch.utils.checkpoint.checkpoint_sequential",
+        # Thread settings and TorchScript's futures (torchkbnufft's NUFFT), probed on 2.13.0 and
+        # 2.14.1: "torch.* op returned non-Tensor" / skipped functions.
+        "torch.get_num_threads",
+        "torch.set_num_threads",
+        "torch.get_num_interop_threads",
+        "torch.set_num_interop_threads",
+        "torch.jit.fork",
+        "torch.jit.wait",
     }
 )
+# The legacy `Variable(t)` constructor: a skipped builtin (`_LegacyVariableBase.__new__`, probed on
+# 2.13.0 and 2.14.1); it returns `t.detach()` (pypots' BRITS, GRU-D: `self.W * Variable(self.m)`).
+LEGACY_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # NumPy functions torch._numpy does not implement: Dynamo breaks at the call ("attempted to trace
 # numpy function unsupported by PyTorch"), whatever the arguments (constants too). Measured on
 # torch 2.13.0 and 2.14.1 by `python bench/probe_numpy.py`, which calls each on an array in a
@@ -333,6 +346,7 @@ class UntraceableCall(Rule):
         ("GB0116", "Unexpected type in sourceless builder"),  # joblib.Parallel
         ("GB0142", "Unsupported context manager"),
         ("GB8335", "Generator reconstruction with mutations"),  # joblib.Parallel over a generator
+        ("GB0208", "torch.* op returned non-Tensor"),  # torch.get_num_threads()
     )
     node_types = (cst.Call, cst.Assign, cst.If, cst.IfExp, cst.While, cst.Subscript, cst.BinaryOperation)
 
@@ -441,6 +455,12 @@ class UntraceableCall(Rule):
             ctx.report(self, node, f"`{q.rsplit('.', 1)[1]}(..., validate_args=True)`: Dynamo skips the argument "
                                    "checks and breaks the graph; build the distribution without `validate_args=True` "
                                    "in compiled code (or outside the compiled region)")
+            return
+        if q in LEGACY_VARIABLE:
+            plain = len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star
+            ctx.report(self, node, "`Variable(...)` (the legacy constructor) cannot be traced by Dynamo and breaks the "
+                                   "graph; it returns the tensor detached: use `t.detach()`, or `t` where it needs no "
+                                   "gradient anyway", fix=offer_fix("variable_detach", ctx, node, self.code) if plain else None)
             return
         if q in SPARSE_FUNCTIONS:
             # recbole's LightGCN / NGCF propagation, pykeen's RGCN (probed on 2.13.0 and 2.14.1)
@@ -567,6 +587,41 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # pypots' BRITS: a buffer wrapped in the legacy Variable; torchkbnufft's thread count.
+            """
+            import torch
+            from torch import nn
+            from torch.autograd import Variable
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = nn.Parameter(torch.ones(4, 4))
+                    self.register_buffer("m", torch.ones(4, 4).triu())
+
+                def forward(self, x):
+                    h = x @ (self.w * Variable(self.m))  # expect: DYN105
+                    return h * torch.get_num_threads()  # expect: DYN105
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 4),)",
+            fixed="""
+                import torch
+                from torch import nn
+                from torch.autograd import Variable
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.w = nn.Parameter(torch.ones(4, 4))
+                        self.register_buffer("m", torch.ones(4, 4).triu())
+
+                    def forward(self, x):
+                        h = x @ (self.w * self.m.detach())  # expect: DYN105
+                        return h * torch.get_num_threads()  # expect: DYN105
+            """,
+        ),
         Example(
             # StyleGAN2's style mixing (gfpgan, basicsr): the split point, unless given, is drawn
             # with `random`.

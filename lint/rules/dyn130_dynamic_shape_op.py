@@ -7,7 +7,8 @@ Finds `torch.nonzero` / `Tensor.nonzero()`, one-argument `torch.where(cond)`,
 `x.repeat_interleave` with tensor repeats (or `torch.repeat_interleave(counts)`, its
 one-argument form) and no `output_size=` (with it the length is known, and Dynamo traces it), indexing with a boolean mask (`x[x > 0]`, also as one index of several and through
 `.view()` / `.reshape()` / `.flatten()`: `x[:, mask.view(-1)]`) and
-`torchvision.ops.nms` / `batched_nms` in a compile region. Assigning through a mask
+`torchvision.ops.nms` / `batched_nms` and `torch.linalg.lstsq` (its rank and residuals, on CPU
+tensors) in a compile region. Assigning through a mask
 (`x[mask] = 0`) and three-argument `torch.where` keep their shape and are not reported; an
 in-place update through a mask (`x[mask] += 1`) reads `x[mask]` first, and is.
 
@@ -170,6 +171,11 @@ class DynamicShapeOp(Rule):
                                        "Python number gives it) or set `torch._dynamo.config."
                                        "capture_dynamic_output_shape_ops = True` (`dynalint verify --try-settings` "
                                        "checks it)")
+            elif q == "torch.linalg.lstsq":
+                # pypots' Koopa (probed on 2.13.0 and 2.14.1, CPU tensors; `driver="gels"` too)
+                ctx.report(self, node, "`torch.linalg.lstsq()` has data-dependent output shapes (rank, residuals: "
+                                       "measured on CPU tensors) and breaks the graph; for a full-rank system "
+                                       "`torch.linalg.pinv(A) @ B` or `torch.linalg.solve(A.mT @ A, A.mT @ B)` traces")
             elif q == "torch.where" and len(node.args) == 1:
                 ctx.report(self, node, "one-argument `torch.where()` has a data-dependent output shape and breaks the graph; use the three-argument form", fix=_fix(ctx, node, self.code))
             elif (
@@ -209,6 +215,19 @@ class DynamicShapeOp(Rule):
                 return
 
     invalid = (
+        Example(
+            # pypots' Koopa: the Koopman operator fitted by least squares in forward.
+            """
+            import torch
+
+            @torch.compile
+            def f(x, y):
+                k = torch.linalg.lstsq(x, y).solution  # expect: DYN130
+                return x @ k
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(6, 3), torch.randn(6, 2))",
+        ),
         Example(
             # torchani: a field declared `distances: Tensor` in a NamedTuple of the file.
             """
