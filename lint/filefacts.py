@@ -35,6 +35,17 @@ def _store_callable(info: ClassInfo, attr: str, stored: Optional[str]) -> None:
         info.attr_callables.setdefault(attr, []).append(stored)
 
 
+_CALLABLE_TYPES = frozenset({"typing.Callable", "collections.abc.Callable", "Callable"})
+
+
+def _names_callable(annotation: cst.BaseExpression, fa: "FileAnalyzer") -> bool:
+    """`Callable[...]`, `Optional[Callable[...]]`, `Callable[...] | None`."""
+    for node in iter_code_nodes(annotation):
+        if type(node) in (cst.Name, cst.Attribute) and fa.qualname(node) in _CALLABLE_TYPES:
+            return True
+    return False
+
+
 def _numpy_math(value: cst.BaseExpression, fa: "FileAnalyzer") -> Optional[str]:
     """`np.prod(...)` (as it is, not converted by `int()`) -> "prod"; else None."""
     if type(value) is not cst.Call:
@@ -532,6 +543,12 @@ class FileAnalyzer:
         tensor_attrs = self.tensor_attrs[cls]
         all_attrs = self.all_attrs[cls]
         params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+        # parameters annotated as plain callables (`check_conv_fn: Callable[[int, dict, dict], bool]`,
+        # deepinv): stored on self, they are no submodules
+        callables = {
+            p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+            if p.annotation is not None and _names_callable(p.annotation.annotation, self)
+        }
         for node in iter_code_nodes(fn.body):
             if type(node) in (cst.Assign, cst.AnnAssign):
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
@@ -554,7 +571,7 @@ class FileAnalyzer:
                             continue
                         if type(value) is cst.Lambda or (
                             type(value) is cst.Call and self.qualname(value.func) == "functools.partial"
-                        ):
+                        ) or (type(value) is cst.Name and value.value in callables):
                             self.callable_attrs.setdefault(cls, set()).add(attr)
                             continue
                         if is_sequence_display(value):

@@ -1260,3 +1260,30 @@ def test_constructing_a_plain_class_runs_its_own_init_and_post_init(tmp_path):
         """,
     })
     assert found == [("pkg/records.py", 10, "DYN101"), ("pkg/records.py", 20, "DYN101")]
+
+
+def test_a_callable_annotated_parameter_stored_on_self_is_no_submodule(tmp_path):
+    # deepinv's fixed-point solver: `check_conv_fn: Callable[[int, dict, dict], bool]` stored on
+    # self and called in forward returns a Python bool, not a tensor; a module passed in does.
+    found = lint_tree(tmp_path, {
+        "solver.py": """
+            from typing import Callable, Optional
+
+            import torch
+
+            class Solver(torch.nn.Module):
+                def __init__(self, check: Optional[Callable[[int, dict, dict], bool]] = None, block=None):
+                    super().__init__()
+                    self.check = check
+                    self.block = block
+
+                def forward(self, x):
+                    done = self.check is not None and self.check(0, x, x)
+                    if done:
+                        return x
+                    if self.block(x).sum() > 0:
+                        return x + 1
+                    return x
+        """,
+    })
+    assert found == [("solver.py", 16, "DYN120")]
