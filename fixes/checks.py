@@ -1,4 +1,13 @@
-"""DYN120: a check that raises on a tensor's value becomes an assertion inside the graph.
+"""DYN120: a check that raises on a tensor's value becomes an assertion inside the graph while
+compiling; eager runs keep the `if` and its raise (`elif`), so they raise the same exception:
+
+    if (x == 0).any():              ->  if torch.compiler.is_compiling():
+        raise ValueError("zeros")           torch._assert_async(torch.logical_not((x == 0).any()), "ValueError: zeros")
+                                        elif (x == 0).any():
+                                            raise ValueError("zeros")
+
+(Below, the check alone, as written where a file keeps the path for torch without
+`is_compiling`.)
 
     if (x == 0).any():                  ->  torch._assert_async(torch.logical_not((x == 0).any()), "ValueError: x has zeros")
         raise ValueError("x has zeros")
@@ -12,8 +21,8 @@ does; Dynamo traces it into the graph (probed on torch 2.13: 0 breaks, and the c
 raises). `torch._check` takes no tensors and `torch._check_tensor_all` calls `.item()` (a break).
 `assert t` needs no fix: Dynamo already turns it into this assertion.
 
-Unsafe: the error is a RuntimeError carrying the message, not the original exception, so code
-that catches ValueError no longer does; on a GPU the check runs asynchronously and a failure is a
+Unsafe: compiled, the error is a RuntimeError carrying the message, not the original exception,
+so code that catches ValueError no longer does; on a GPU the check runs asynchronously and a failure is a
 device-side assert reported at a later synchronisation, after which the process's CUDA context is
 unusable. Right for checks of programming errors, not for exceptions used as control flow. An
 f-string message whose fields read only Python values (`{', '.join(adapters)}`) is kept as an
@@ -36,6 +45,7 @@ from dynalint.lint.nodes import is_string_literal
 from dynalint.lint.rule import RuleContext
 
 from .base import SourceInfo, comments_within, guarded, make_fix, source_info
+from .guard import is_compiling_call
 from .imports import torch_reference
 from .where import _mentions_numpy, definite_tensor_test
 
@@ -179,15 +189,28 @@ def _rewrite(info: SourceInfo, positions, node: cst.If, guard, test, negated: bo
     indent = info.indentation(start.line)
     comments = comments_within(positions, node, start, end, skip=[test] + ([guard] if guard is not None else []))
     lead = "".join(f"{c}{info.newline}{indent}" for c in comments)
+    # Compiled, the check; eager, the `if` and its raise as they were (the same exception).
+    compiling = is_compiling_call(info, positions, node, indent)
+    inner = indent + info.indent_unit if compiling is not None and not compiling[1] else indent
     if guard is not None:
         kept = info.text(positions, guard)
         if "\n" in kept:  # the test was parenthesised over several lines (tabpfn's target check)
+            if inner != indent and '"""' not in kept and "'''" not in kept:
+                kept = kept.replace(info.newline, info.newline + info.indent_unit)  # nested one level deeper
             kept = f"({kept})"
-        content = f"{lead}if {kept}:{info.newline}{indent}{info.indent_unit}{check}"
+        body = f"if {kept}:{info.newline}{inner}{info.indent_unit}{check}"
     else:
-        content = f"{lead}{check}"
+        body = check
+    if compiling is None or compiling[1]:  # a path kept for torch without is_compiling: the check alone
+        content = f"{lead}{body}"
+        what = "instead of raising"
+    else:
+        test, _, compiling_edits, _ = compiling
+        import_edits = import_edits + [e for e in compiling_edits if e not in import_edits]
+        content = f"if {test}:{info.newline}{inner}{body}{info.newline}{indent}el{info.text(positions, node)}"
+        what = "while compiling (eager runs raise as before)"
     edit = Edit(content, start.line, start.column + 1, end.line, end.column + 1)
-    return make_fix(UNSAFE, f"Check with `{torch}._assert_async` inside the graph instead of raising", import_edits + [edit])
+    return make_fix(UNSAFE, f"Check with `{torch}._assert_async` inside the graph {what}", import_edits + [edit])
 
 
 # --------------------------------------------------------------------------------------------

@@ -653,7 +653,7 @@ def test_where_forms():
     )
 
 
-def test_raise_check_keeps_an_f_string_message_of_python_values():
+def test_raise_check_keeps_an_f_string_message_of_python_values(monkeypatch):
     """peft's merge check: `{', '.join(adapters)}` is formatted as before; a tensor field is not
     (it would be a host sync), its text is kept."""
     result = fixed(
@@ -676,6 +676,10 @@ def test_raise_check_keeps_an_f_string_message_of_python_values():
     exec(compile(result.text.replace("@torch.compile", ""), "fixed.py", "exec"), namespace)
     import torch
 
+    # Eager: the `if` and its raise as they were; compiling: the check, its message formatted.
+    with pytest.raises(ValueError, match="adapter a, b broke at step 3"):
+        namespace["f"](torch.tensor([float("nan")]), ["a", "b"], 3)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
     with pytest.raises(RuntimeError, match="adapter a, b broke at step 3"):
         namespace["f"](torch.tensor([float("nan")]), ["a", "b"], 3)
 
@@ -1042,9 +1046,16 @@ def test_a_python_guard_kept_from_a_parenthesised_test_stays_parenthesised():
 
         class M(nn.Module):
             def forward(self, x, y):
-                if (not self.training
-                    and x.dim() == 2):
-                    torch._assert_async(torch.logical_not((y > 2).any()), "ValueError: Target is out of range.")
+                if torch.compiler.is_compiling():
+                    if (not self.training
+                        and x.dim() == 2):
+                        torch._assert_async(torch.logical_not((y > 2).any()), "ValueError: Target is out of range.")
+                elif (
+                    not self.training
+                    and x.dim() == 2
+                    and (y > 2).any()
+                ):
+                    raise ValueError("Target is out of range.")
                 return x * 2
         """,
     )
@@ -1079,13 +1090,27 @@ def test_raise_on_a_tensor_test_becomes_assert_async():
         class M(nn.Module):
             def forward(self, x, mask=None, labels=None):
                 y = x * 2
-                # zeros
-                torch._assert_async(torch.logical_not((y == 0).any()), "ValueError: y has zeros")
-                torch._assert_async(torch.isfinite(y).all(), "ValueError: y must be finite, got <y.shape> values")
-                if mask is not None:
-                    torch._assert_async(mask.any(), "ValueError: empty mask")
-                if labels is not None:
-                    torch._assert_async(torch.logical_not(labels.max() >= 10), "RuntimeError")
+                if torch.compiler.is_compiling():
+                    torch._assert_async(torch.logical_not((y == 0).any()), "ValueError: y has zeros")
+                elif (y == 0).any():  # zeros
+                    raise ValueError("y has zeros")
+                if torch.compiler.is_compiling():
+                    torch._assert_async(torch.isfinite(y).all(), "ValueError: y must be finite, got <y.shape> values")
+                elif not torch.isfinite(y).all():
+                    raise ValueError(
+                        f"y must be finite, got {y.shape} "
+                        "values"
+                    )
+                if torch.compiler.is_compiling():
+                    if mask is not None:
+                        torch._assert_async(mask.any(), "ValueError: empty mask")
+                elif mask is not None and not mask.any():
+                    raise ValueError("empty mask")
+                if torch.compiler.is_compiling():
+                    if labels is not None:
+                        torch._assert_async(torch.logical_not(labels.max() >= 10), "RuntimeError")
+                elif labels is not None and labels.max() >= 10:
+                    raise RuntimeError
                 return y
         """,
     )

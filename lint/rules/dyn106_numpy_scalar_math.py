@@ -74,6 +74,36 @@ def python_values(call: cst.Call, name: str, ctx: RuleContext) -> bool:
     return True
 
 
+def numpy_math_of_numbers(node: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`np.prod(x.shape[1:])`, `np.log2(n)`: a call this rule reports where it is used as a number
+    (with the fix that removes the break); DYN110's `int()` of it and DYN120's test of it leave it
+    to this rule."""
+    if type(node) is not cst.Call:
+        return False
+    q = ctx.call_name(node)
+    short = q[len("numpy."):] if q is not None and q.startswith("numpy.") else None
+    return short in MATH_EQUIVALENT and python_values(node, short, ctx)
+
+
+def only_numpy_math_of_numbers(test: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """A test whose only tensors (under Dynamo) are such calls: `np.sqrt(n) > 1`, `np.lcm(a, b) * 2 > n`."""
+    found = False
+    stack = [test]
+    while stack:
+        cur = stack.pop()
+        if numpy_math_of_numbers(cur, ctx):
+            found = True
+        elif type(cur) is cst.Comparison:
+            stack += [cur.left, *(c.comparator for c in cur.comparisons)]
+        elif type(cur) is cst.BinaryOperation:
+            stack += [cur.left, cur.right]
+        elif type(cur) is cst.UnaryOperation and type(cur.operator) is not cst.Not:
+            stack.append(cur.expression)
+        elif ctx.is_tensor(cur) or ctx.is_numpy(cur):
+            return False
+    return found
+
+
 def _climb(info, ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
     """Up through arithmetic on non-tensors and through tuple/list elements."""
     cur = node
@@ -106,7 +136,13 @@ def _bound_to_a_tensor_later(node: cst.BaseExpression, ctx: RuleContext) -> bool
     )
 
 
-def _used_as_number(info, ctx: RuleContext, node: cst.CSTNode, depth: int = 0) -> bool:
+# One-number functions give NumPy floats: `int()` / `float()` of one is traced (probed on 2.13.0:
+# `int(np.ceil(n / 2))` compiles whole, `int(np.lcm(4, n))` breaks), and so is returning one.
+FLOAT_RESULTS = frozenset({"log", "log2", "log10", "sqrt", "exp", "ceil", "floor", "trunc"})
+_FLOAT_CONVERSIONS = frozenset({"int", "float"})
+
+
+def _used_as_number(info, ctx: RuleContext, node: cst.CSTNode, depth: int = 0, floating: bool = False) -> bool:
     top = _climb(info, ctx, node)
     parent = info.parent(top)
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.Index, cst.Slice)):
@@ -116,13 +152,18 @@ def _used_as_number(info, ctx: RuleContext, node: cst.CSTNode, depth: int = 0) -
     if isinstance(parent, cst.IfExp) and parent.test is top:
         return True
     if isinstance(parent, cst.Return):
-        return True
+        return not floating
     if isinstance(parent, cst.Arg):
         call = info.parent(parent)
         if isinstance(call, cst.Call) and parent in call.args:
             q = ctx.call_name(call) or ""
             last = q.rsplit(".", 1)[-1]
-            if q in NUMBER_TAKERS or (q.startswith(("torch.", "numpy.")) and last in SIZE_FUNCS and q.count(".") == 1):
+            # NumPy's `arange` / `linspace` bounds are traced (nnAudio's `np.arange(2, np.ceil(n / 2) * 2, 2)`,
+            # probed clean); its shapes are sizes
+            if floating and q in _FLOAT_CONVERSIONS:
+                return False
+            if q in NUMBER_TAKERS or (q.startswith(("torch.", "numpy.")) and last in SIZE_FUNCS and q.count(".") == 1
+                                      and not (q.startswith("numpy.") and last in ("arange", "linspace"))):
                 return True
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in SIZE_METHODS and ctx.is_tensor(func.value):
@@ -131,13 +172,14 @@ def _used_as_number(info, ctx: RuleContext, node: cst.CSTNode, depth: int = 0) -
     if isinstance(parent, cst.Assign) and parent.value is top and depth < 2 and len(parent.targets) == 1:
         target = parent.targets[0].target
         if isinstance(target, cst.Name):
-            return any(_used_as_number(info, ctx, use, depth + 1) for use in variable_reads(ctx.fn, target.value, skip=[target]))
+            return any(_used_as_number(info, ctx, use, depth + 1, floating)
+                       for use in variable_reads(ctx.fn, target.value, skip=[target]))
     return False
 
 
-def number_use(call: cst.Call, ctx: RuleContext) -> bool:
+def number_use(call: cst.Call, ctx: RuleContext, short: str) -> bool:
     info = source_info(ctx.module, ctx.fn)
-    return _used_as_number(info, ctx, call)
+    return _used_as_number(info, ctx, call, floating=short in FLOAT_RESULTS)
 
 
 class NumpyScalarMath(Rule):
@@ -157,7 +199,7 @@ class NumpyScalarMath(Rule):
         if type(node) is cst.Attribute:
             attr = ctx.self_attr(node)
             short = ctx.numpy_attrs.get(attr) if attr is not None else None
-            if short is not None and not ctx.in_assignment_target() and number_use(node, ctx):
+            if short is not None and not ctx.in_assignment_target() and number_use(node, ctx, short):
                 ctx.report(self, node, f"`self.{attr}` holds `np.{short}()` of Python numbers (set outside forward): a "
                                        "tensor while compiling, which breaks the graph where it is used as a number; "
                                        f"set it with `{MATH_EQUIVALENT[short]}()` (or `int(...)`)")
@@ -166,7 +208,7 @@ class NumpyScalarMath(Rule):
         if q is None or not q.startswith("numpy.") or q[len("numpy."):] not in MATH_EQUIVALENT:
             return
         short = q[len("numpy."):]
-        if not python_values(node, short, ctx) or not number_use(node, ctx):
+        if not python_values(node, short, ctx) or not number_use(node, ctx, short):
             return
         ctx.report(
             self,

@@ -61,7 +61,7 @@ from ..fastcst import iter_nodes
 from ..kinds import Kind
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 from ..variables import target_names, variable_names
-from .dyn106_numpy_scalar_math import MATH_EQUIVALENT, python_values
+from .dyn106_numpy_scalar_math import numpy_math_of_numbers
 
 # Without a fix, a value that decides a Python branch gets advice that fits it: dropping `.item()`
 # only moves the break to the branch on the tensor.
@@ -76,16 +76,6 @@ FLAG_REDUCTIONS = frozenset(("any", "all"))
 def _in_raise(ctx: RuleContext) -> bool:
     return type(ctx.innermost_statement()) is cst.Raise
 
-
-
-def _numpy_math_of_numbers(arg, ctx: RuleContext) -> bool:
-    """`int(np.prod(x.shape[1:]))`: DYN106's finding, with the fix that removes the break
-    (`math.prod`); not reported twice."""
-    if type(arg) is not cst.Call:
-        return False
-    q = ctx.call_name(arg)
-    short = q[len("numpy."):] if q is not None and q.startswith("numpy.") else None
-    return short in MATH_EQUIVALENT and python_values(arg, short, ctx)
 
 
 # Functions with a parameter that must be a Python number (`delta: float`): a tensor there is read
@@ -211,7 +201,7 @@ class ItemCall(Rule):
             # number as often as a tensor (vit-pytorch's and MONAI's token dropout).
             if (
                 ctx.call_name(node) == func.value and ctx.is_definite_tensor(arg) and not ctx.is_numpy_of_numbers(arg)
-                and not _numpy_math_of_numbers(arg, ctx)
+                and not numpy_math_of_numbers(arg, ctx)
             ):
                 what = f"`{func.value}()` of a tensor"
                 self._report(node, ctx, what, f"{what} reads its value and breaks the graph; keep it a tensor")

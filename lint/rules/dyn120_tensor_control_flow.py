@@ -122,10 +122,12 @@ DYN130's dense dispatch: every row runs through the expert and `torch.where` kee
 where the mask is set.
 
 A check that only raises, `if (x == 0).any(): raise ValueError("zeros")` (also `if not t:` and
-`if flag and t:`), becomes `torch._assert_async(torch.logical_not((x == 0).any()), "ValueError:
-zeros")`, which Dynamo keeps in the graph. It raises a RuntimeError instead of the original
-exception, and on a GPU it fails asynchronously as a device-side assert that leaves the CUDA
-context unusable: right for checks of programming errors, not for exceptions that callers catch.
+`if flag and t:`), becomes `if torch.compiler.is_compiling(): torch._assert_async(
+torch.logical_not((x == 0).any()), "ValueError: zeros")` `elif (x == 0).any(): raise
+ValueError("zeros")`: eager runs raise as before, and while compiling Dynamo keeps the check in
+the graph. Compiled, it raises a RuntimeError instead of the original exception, and on a GPU it
+fails asynchronously as a device-side assert that leaves the CUDA context unusable: right for
+checks of programming errors, not for exceptions that callers catch.
 
 `assert t, msg` is kept in the graph by Dynamo only when `msg` is a string literal: with an
 f-string, `"%d" % n` or a variable the assert is a branch on the tensor (probed on 2.13 and
@@ -150,6 +152,7 @@ from ..fastcst import iter_nodes
 from ..kinds import PYTHON_BOOL_COMPARISONS
 from ..nodes import dotted, is_string_literal
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
+from .dyn106_numpy_scalar_math import only_numpy_math_of_numbers
 
 MESSAGE = "{what} on a tensor value breaks the graph; use `torch.where` or `torch.cond`"
 # Without a fix, a test that decides an early exit gets advice that fits it: neither
@@ -366,7 +369,8 @@ class TensorControlFlow(Rule):
             test = node.test
             if type(test) in (cst.BooleanOperation, cst.UnaryOperation):
                 return  # the operands are checked on their own
-            if ctx.is_tensor_value(test):
+            if ctx.is_tensor_value(test) and not only_numpy_math_of_numbers(test, ctx):
+                # (`if np.sqrt(n) > 1:` is DYN106's, which fixes it with `math.sqrt`)
                 what = {cst.If: "`if`", cst.While: "`while`", cst.IfExp: "conditional expression"}[type(node)]
                 fix = None if _reads_python_bool(test) else (
                     offer_fix("uniform_draw", ctx, test, self.code)
@@ -1452,7 +1456,7 @@ class TensorControlFlow(Rule):
             @torch.compile
             def f(x):
                 y = x * 2
-                if np.sqrt(y.shape[0]) > 1:  # expect: DYN120
+                if np.array(y.shape).max() > 1:  # expect: DYN120
                     y = y + 1
                 return y
             """,
