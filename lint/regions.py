@@ -241,6 +241,14 @@ class ClassResolver:
                 if m:
                     out.append(m)
             return out
+        if kind == "prop":
+            # `self.initialized` read in compiled code: the getter of a property (moshi's codebook
+            # reads its init flag with `.item()` there); a method read as a value runs where it
+            # is called, which the same edge stands for. Plain attributes resolve to nothing.
+            meth = edge[1]
+            found = self.find_method(cls, meth)
+            return ([found] if found else []) + [f"{sub}.{meth}" for sub in self.subclasses(cls)
+                                                  if meth in self.classes[sub].methods]
         if kind == "super":
             meth = edge[1]
             for base in self.mro(cls)[1:]:

@@ -1125,6 +1125,24 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 ):
                     self._note_evidence(arg.value)
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """`self.<name>` read, not called (a property getter; a method taken as a value): an
+        edge that resolves to the method of that name, if any. Not attributes the class
+        assigns, nor the attribute of a call's `self.m(...)` (its own edge)."""
+        if self.info is None or self.probe_only or self.cls is None:
+            return
+        value = node.value
+        if type(value) is not cst.Name or value.value != "self":
+            return
+        name = node.attr.value
+        if name in self.all_attrs or name in self.tensor_attrs or name == "training":
+            return
+        stack = self.stack
+        parent = stack[-2] if len(stack) > 1 else None
+        if (type(parent) is cst.Call and parent.func is node) or self.in_assignment_target():
+            return
+        self._add_edges((("prop", name),))
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.evidence_params:
             self._note_call_evidence(node)

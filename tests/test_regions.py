@@ -1287,3 +1287,40 @@ def test_a_callable_annotated_parameter_stored_on_self_is_no_submodule(tmp_path)
         """,
     })
     assert found == [("solver.py", 16, "DYN120")]
+
+
+def test_a_property_read_in_compiled_code_runs_its_getter(tmp_path):
+    # moshi's codebook: `if self.initialized:` reads a property whose getter calls `.item()`; a
+    # property nobody reads, and attributes the class assigns, are not followed.
+    found = lint_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": """
+            import torch
+
+            class Base(torch.nn.Module):
+                @property
+                def ready(self) -> bool:
+                    return bool(self.flag.item())
+
+                @property
+                def unused(self):
+                    print("never read")
+                    return 1
+        """,
+        "pkg/book.py": """
+            import torch
+            from .base import Base
+
+            class Codebook(Base):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("flag", torch.tensor(False))
+                    self.scale = 2
+
+                def forward(self, x):
+                    if self.ready:
+                        return x * self.scale
+                    return x
+        """,
+    })
+    assert found == [("pkg/base.py", 7, "DYN110")]

@@ -482,6 +482,8 @@ def _own_class_targets(info: dict, edge: tuple) -> list:
         return []
     if kind == "super":
         return []
+    if kind == "prop":  # `self.initialized` of a property: its own method, or nothing
+        return [f"{info['qualname']}.{edge[1]}"] if edge[1] in info["methods"] else []
     raise LookupError(edge)
 
 
