@@ -232,7 +232,12 @@ DISTRIBUTION_TRANSFORMS = frozenset({"torch.distributions.transforms.Transform",
 DISTRIBUTION_TRANSFORM_METHODS = ("_call", "_inverse", "log_abs_det_jacobian")
 # Libraries whose classes are no nn.Module: a base from them does not make one (tabpfn's
 # `TabPFNRegressor(RegressorMixin, BaseEstimator)` has a `forward` of its own).
-NON_MODULE_BASE_PREFIXES = ("sklearn.", "numpy.", "pandas.", "typing.", "abc.", "enum.", "collections.", "dataclasses.")
+NON_MODULE_BASE_PREFIXES = (
+    "sklearn.", "numpy.", "pandas.", "typing.", "abc.", "enum.", "collections.", "dataclasses.",
+    # other frameworks' modules (skrl's Warp backend: `import warp_nn.nn as nn`, `nn.Module`)
+    "warp.", "warp_nn.", "jax.", "flax.", "haiku.", "equinox.", "mlx.", "tensorflow.", "keras.", "tf_keras.",
+    "paddle.", "mindspore.", "oneflow.", "tinygrad.",
+)
 
 
 # Public methods of torch.Tensor (generated from torch 2.13 `dir(torch.Tensor)`; the lint path

@@ -1324,3 +1324,27 @@ def test_a_property_read_in_compiled_code_runs_its_getter(tmp_path):
         """,
     })
     assert found == [("pkg/base.py", 7, "DYN110")]
+
+
+def test_another_frameworks_module_is_no_torch_module(tmp_path):
+    # skrl's Warp backend (`import warp_nn.nn as nn`), flax: their `Module`s are not compiled.
+    found = lint_tree(tmp_path, {
+        "warp_model.py": """
+            import logging
+            import warp_nn.nn as nn
+            import flax.linen as linen
+
+            logger = logging.getLogger(__name__)
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    logger.warning("placing mixins")
+                    return x
+
+            class Dense(linen.Module):
+                def forward(self, x):
+                    print(x)
+                    return x
+        """,
+    })
+    assert found == []
