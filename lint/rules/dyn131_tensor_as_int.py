@@ -2,7 +2,8 @@
 
 ## What it does
 Finds tensors passed as sizes or counts in a compile region: `F.one_hot(t, num_classes=t.max() + 1)`,
-factory sizes such as `torch.zeros(n)` / `torch.arange(n)` with `n` a tensor, slices
+factory sizes such as `torch.zeros(n)` / `torch.arange(n)` with `n` a tensor, sizes of tensor
+methods (`x.new_zeros(b, n)`, `x.view(n, -1)`, `x.expand(...)`, `x.repeat(...)`), slices
 with tensor bounds (`x[:n]`), and indexes that are 0-d tensors (`x[torch.argmax(s)]`, effdet's
 soft-NMS; a 1-d index tensor is advanced indexing, which traces), and Python lists, tuples or
 `nn.ModuleList`s indexed by a tensor (`self.experts[choice]` with `choice` drawn by
@@ -39,6 +40,8 @@ INT_ARGUMENTS = {
     "randperm": ((0,), {"n"}),
 }
 FACTORIES = frozenset(INT_ARGUMENTS)
+# Tensor methods whose arguments are sizes (`new_full`: its first only).
+SIZE_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "view", "reshape", "expand", "repeat"})
 
 
 def _int_arguments(call: cst.Call, factory: str) -> list:
@@ -100,6 +103,19 @@ class TensorAsInt(Rule):
 
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
+            func = node.func
+            if type(func) is cst.Attribute and func.attr.value in SIZE_METHODS and ctx.is_tensor(func.value):
+                # GLiNER's `token_embeds.new_zeros(B, max_len, D)` with `max_len = lengths.max()`
+                args = node.args[:1] if func.attr.value == "new_full" else node.args
+                for a in args:
+                    if a.star or (a.keyword is not None and a.keyword.value not in ("size", "shape")):
+                        continue
+                    sizes = a.value.elements if type(a.value) in (cst.Tuple, cst.List) else [a]
+                    if any(ctx.is_definite_tensor(el.value) for el in sizes):
+                        ctx.report(self, a.value, f"a size of `.{func.attr.value}()` from a tensor value breaks the "
+                                                  "graph; use a shape or a constant")
+                        return
+                return
             q = ctx.call_name(node)
             if q is None:
                 return
@@ -164,6 +180,19 @@ class TensorAsInt(Rule):
                         return
 
     invalid = (
+        Example(
+            # GLiNER's word embeddings: a buffer as long as the longest text, from the lengths.
+            """
+            import torch
+
+            @torch.compile
+            def f(x, lengths):
+                longest = lengths.max()
+                return x.new_zeros(x.shape[0], longest, x.shape[-1]) + 1  # expect: DYN131
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 5, 3), torch.tensor([3, 5]))",
+        ),
         Example(
             # A layer picked by a drawn index; pyro's list of columns indexed in a loop over a
             # permutation tensor.
