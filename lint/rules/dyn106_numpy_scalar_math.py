@@ -10,7 +10,9 @@ a number: in an `if` / `while` test or a comparison, in `range()` / `int()` / `m
 compiled code calls.
 
 An attribute set to such a value outside forward (`self.hop_length = np.prod(rates)` in
-`__init__`, DAC) is reported where forward uses it as a number.
+`__init__`, DAC) is reported where forward uses it as a number; its fix changes the assignment.
+`int()` / `float()` of a one-number function's result, or returning it, is traced (probed) and
+not reported.
 
 ## Why it breaks the graph
 Dynamo traces NumPy through `torch._numpy`: while compiling, `np.lcm(4, 6)` is a 0-d tensor, not
@@ -182,6 +184,27 @@ def number_use(call: cst.Call, ctx: RuleContext, short: str) -> bool:
     return _used_as_number(info, ctx, call, floating=short in FLOAT_RESULTS)
 
 
+def _setting_call(ctx: RuleContext, attr: str, short: str):
+    """The one `np.<short>(...)` call the class sets `self.<attr>` to (snac's `self.hop_length =
+    np.prod(strides)` in `__init__`), where its fix is made; None if several or `np.sum` (which
+    adds an array along one axis where `sum` would differ)."""
+    if short == "sum":
+        return None
+    state = ctx.rule_state("DYN106").setdefault("setters", {})
+    key = (id(ctx.fn), attr)
+    if key not in state:
+        found = []
+        for cls in (s for s in ctx.module.body if type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock):
+            if not any(stmt is ctx.fn for stmt in cls.body.body):
+                continue
+            for n in iter_nodes(cls.body):
+                if type(n) is cst.Assign and len(n.targets) == 1 and ctx.self_attr(n.targets[0].target) == attr \
+                        and type(n.value) is cst.Call and ctx.call_name(n.value) == f"numpy.{short}":
+                    found.append(n.value)
+        state[key] = found[0] if len(found) == 1 else None
+    return state[key]
+
+
 class NumpyScalarMath(Rule):
     code = "DYN106"
     name = "numpy-math-on-python-numbers"
@@ -200,9 +223,11 @@ class NumpyScalarMath(Rule):
             attr = ctx.self_attr(node)
             short = ctx.numpy_attrs.get(attr) if attr is not None else None
             if short is not None and not ctx.in_assignment_target() and number_use(node, ctx, short):
+                setter = _setting_call(ctx, attr, short)
                 ctx.report(self, node, f"`self.{attr}` holds `np.{short}()` of Python numbers (set outside forward): a "
                                        "tensor while compiling, which breaks the graph where it is used as a number; "
-                                       f"set it with `{MATH_EQUIVALENT[short]}()` (or `int(...)`)")
+                                       f"set it with `{MATH_EQUIVALENT[short]}()` (or `int(...)`)",
+                           fix=offer_fix("numpy_math", ctx, setter, short, self.code) if setter is not None else None)
             return
         q = ctx.call_name(node)
         if q is None or not q.startswith("numpy.") or q[len("numpy."):] not in MATH_EQUIVALENT:
@@ -266,6 +291,22 @@ class NumpyScalarMath(Rule):
             """,
             dynamo=BREAKS,
             inputs="(torch.rand(2, 13),)",
+            fixed="""
+                import math
+                import numpy as np
+                import torch
+                from torch import nn
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.hop_length = math.prod([2, 4])
+
+                    def forward(self, x):
+                        length = x.shape[-1]
+                        pad = math.ceil(length / self.hop_length) * 8 - length  # expect: DYN106
+                        return nn.functional.pad(x, (0, pad))
+            """,
         ),
         Example(
             # Research code's flatten size: reported once, here (DYN110 leaves the `int()` to it).
@@ -329,7 +370,7 @@ class NumpyScalarMath(Rule):
             class M(nn.Module):
                 def forward(self, x, sizes=(1, 2, 3)):
                     width = np.sum(list(sizes))  # expect: DYN106
-                    return x.new_zeros((x.shape[0], width)) + x.sum()
+                    return x.new_zeros((x.shape[0], width)) + x.sum()  # expect: DYN131
             """,
             dynamo=BREAKS,
             fixed="""
@@ -341,7 +382,7 @@ class NumpyScalarMath(Rule):
                 class M(nn.Module):
                     def forward(self, x, sizes=(1, 2, 3)):
                         width = sum(list(sizes))  # expect: DYN106
-                        return x.new_zeros((x.shape[0], width)) + x.sum()
+                        return x.new_zeros((x.shape[0], width)) + x.sum()  # expect: DYN131
             """,
         ),
         Example(

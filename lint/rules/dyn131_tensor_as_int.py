@@ -111,7 +111,8 @@ class TensorAsInt(Rule):
                     if a.star or (a.keyword is not None and a.keyword.value not in ("size", "shape")):
                         continue
                     sizes = a.value.elements if type(a.value) in (cst.Tuple, cst.List) else [a]
-                    if any(ctx.is_definite_tensor(el.value) for el in sizes):
+                    # (NumPy math on Python numbers as a size is DYN106's, with its fix)
+                    if any(ctx.is_definite_tensor(el.value) and not ctx.is_numpy_of_numbers(el.value) for el in sizes):
                         ctx.report(self, a.value, f"a size of `.{func.attr.value}()` from a tensor value breaks the "
                                                   "graph; use a shape or a constant")
                         return
