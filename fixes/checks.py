@@ -389,3 +389,17 @@ def _rewrite_assert_message(info: SourceInfo, positions, statement: cst.Assert):
     check = f"{torch}._assert_async({info.text(positions, statement.test)}, {info.text(positions, statement.msg)})"
     edit = Edit(lead + check, start.line, start.column + 1, end.line, end.column + 1)
     return make_fix(UNSAFE, f"Assert with `{torch}._assert_async` (Dynamo keeps `assert` in the graph only with a literal message)", import_edits + [edit])
+
+
+# --------------------------------------------------------------------------------------------
+# DYN117: `assert self.norm` on a submodule -> `assert self.norm is not None` (or
+# `len(self.layers) > 0` for a container), which Dynamo traces.
+
+
+def assert_module_fix(ctx: RuleContext, test: cst.BaseExpression, replacement: str, code: str = "DYN117"):
+    from .base import replace_node
+
+    return guarded(code, lambda positions, module: make_fix(
+        UNSAFE, f"Assert `{replacement}` (what a module's truth means, unless its class defines `__len__`/`__bool__`)",
+        [replace_node(positions, test, replacement)],
+    ))

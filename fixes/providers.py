@@ -12,7 +12,7 @@ from dynalint.lint.rule import register_fix_provider
 from .apply import AFTER_FIXES
 from .autograd import duplicate_input_fix, function_staticmethod_fix, saved_tensors_fix, variable_detach_fix
 from .buffers import buffer_local_fix
-from .checks import assert_message_fix, assert_split_fix, raise_check_fix
+from .checks import assert_message_fix, assert_module_fix, assert_split_fix, raise_check_fix
 from .compile_default import compile_default_fix
 from .cond import cond_fix
 from .debugger import debugger_fix, remove_unused_debugger_imports
@@ -53,6 +53,7 @@ PROVIDERS = {
     "cond": cond_fix,  # DYN120
     "assert_split": assert_split_fix,  # DYN120
     "assert_message": assert_message_fix,  # DYN120
+    "assert_module": assert_module_fix,  # DYN117
     "select_chain": chain_select_fix,  # DYN120
     "mask": mask_fix,  # DYN130
     "experts": expert_loop_fix,  # DYN130

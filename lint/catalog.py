@@ -25,6 +25,7 @@ RULE_MODULES = (
     "dyn114_runtime_type_checker",
     "dyn115_check_message_not_callable",
     "dyn116_optional_import",
+    "dyn117_assert_module",
     "dyn120_tensor_control_flow",
     "dyn121_data_dependent_loop",
     "dyn130_dynamic_shape_op",

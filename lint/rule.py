@@ -144,6 +144,10 @@ class RuleContext(Protocol):
         """Attributes of the method's class holding threading locks."""
 
     @property
+    def module_attrs(self) -> AbstractSet[str]:
+        """Attributes of the method's class set to a module in `__init__`."""
+
+    @property
     def sequence_attrs(self) -> AbstractSet[str]:
         """Attributes of the method's class holding Python sequences (lists, tuples, ModuleLists)."""
 
