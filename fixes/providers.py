@@ -28,6 +28,7 @@ from .generator import generator_fix
 from .masking import mask_fix, mask_update_fix
 from .module_to import module_to_fix
 from .numpy_math import numpy_math_fix
+from .sdpa import sdpa_kernel_fix
 from .requires_grad import requires_grad_fix
 from .scalar import item_fix
 from .scalar_math import python_math_fix
@@ -54,6 +55,7 @@ PROVIDERS = {
     "assert_split": assert_split_fix,  # DYN120
     "assert_message": assert_message_fix,  # DYN120
     "assert_module": assert_module_fix,  # DYN117
+    "sdpa_kernel": sdpa_kernel_fix,  # DYN109
     "select_chain": chain_select_fix,  # DYN120
     "mask": mask_fix,  # DYN130
     "experts": expert_loop_fix,  # DYN130

@@ -26,12 +26,14 @@ def forward(self, x):
 ## Use instead
 Take locks and switch backend flags outside the compiled region (around the call of the compiled
 model), or compile the body in a function of its own that the `with` calls. For the SDPA
-backends, `torch.nn.attention.sdpa_kernel([...])` (torch 2.3 and later) is traced.
+backends, `torch.nn.attention.sdpa_kernel([...])` (torch 2.3 and later) is traced: the unsafe fix
+passes `sdp_kernel`'s arguments as they are to a helper it adds after the imports,
+`_sdpa_backends(...)`, which lists the backends they enable.
 """
 
 import libcst as cst
 
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 UNSUPPORTED_CALLS = frozenset(
     {
@@ -56,6 +58,7 @@ class UnsupportedContextManager(Rule):
         ("GB7151", "generator function over a skipped function"),  # torch 2.14.1
     )
     node_types = (cst.With,)
+    fixable = "unsafe"
 
     def check(self, node: cst.With, ctx: RuleContext) -> None:
         for item in node.items:
@@ -75,10 +78,50 @@ class UnsupportedContextManager(Rule):
                     # BS-RoFormer's attend: 30 breaks per forward; the new API traces (probed).
                     advice = ("use `torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, ...])` (torch 2.3 and "
                               "later), which Dynamo traces")
+                fix = offer_fix("sdpa_kernel", ctx, manager, self.code) if what == "`torch.backends.cuda.sdp_kernel()`" else None
                 ctx.report(self, manager, f"`with` on {what}: Dynamo does not support this context manager and "
-                                          f"runs the whole function eagerly; {advice}")
+                                          f"runs the whole function eagerly; {advice}", fix=fix)
 
     invalid = (
+        Example(
+            # lucidrains' attend.py (BS-RoFormer, gigagan, magvit2): the fix selects the same
+            # backends with `sdpa_kernel`, through a helper taking the same arguments.
+            """
+            import torch
+            import torch.nn.functional as F
+
+            @torch.compile
+            def f(q):
+                q = q * 2
+                with torch.backends.cuda.sdp_kernel(enable_flash=False):  # expect: DYN109
+                    return F.scaled_dot_product_attention(q, q, q)
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.rand(1, 2, 4, 8),)",
+            fixed="""
+                import torch
+                import torch.nn.functional as F
+
+
+                def _sdpa_backends(enable_flash=True, enable_math=True, enable_mem_efficient=True, enable_cudnn=True):
+                    \"\"\"The backends `torch.backends.cuda.sdp_kernel(...)` enables, for `torch.nn.attention.sdpa_kernel`.\"\"\"
+                    backends = torch.nn.attention.SDPBackend
+                    flags = {
+                        backends.FLASH_ATTENTION: enable_flash,
+                        backends.MATH: enable_math,
+                        backends.EFFICIENT_ATTENTION: enable_mem_efficient,
+                        backends.CUDNN_ATTENTION: enable_cudnn,
+                    }
+                    return [backend for backend, enabled in flags.items() if enabled]
+
+
+                @torch.compile
+                def f(q):
+                    q = q * 2
+                    with torch.nn.attention.sdpa_kernel(_sdpa_backends(enable_flash=False)):  # expect: DYN109
+                        return F.scaled_dot_product_attention(q, q, q)
+            """,
+        ),
         Example(
             """
             import threading
