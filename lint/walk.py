@@ -1139,8 +1139,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return
         stack = self.stack
         parent = stack[-2] if len(stack) > 1 else None
-        if (type(parent) is cst.Call and parent.func is node) or self.in_assignment_target():
-            return
+        if (type(parent) is cst.Call and parent.func is node) or type(parent) is cst.Arg or self.in_assignment_target():
+            return  # a call's own edge; an argument is `_passed_function_edges`' (not to hooks)
         self._add_edges((("prop", name),))
 
     def visit_Call(self, node: cst.Call) -> None:

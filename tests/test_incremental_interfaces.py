@@ -388,7 +388,7 @@ def test_the_file_resolver_answers_as_the_project_does():
     classes = sorted(summary.classes)
     assert classes == ["pkg.m.Base", "pkg.m.Leaf", "pkg.m.Mid", "pkg.m.Plain", "pkg.m.Top"]
     edges = [(q, fn.cls, e) for q, fn in summary.functions.items() if fn.cls for e in fn.edges if e[0] != "name"]
-    assert {e[0] for _, _, e in edges} == {"self", "selfattr", "super"}
+    assert {e[0] for _, _, e in edges} == {"self", "selfattr", "super", "prop"}
     for cls in classes:
         assert local.mro(cls) == project.mro(cls), cls
         assert local.is_module(cls) == project.is_module(cls), cls
