@@ -27,6 +27,7 @@ Pass static sizes from the config (`num_classes=self.num_classes`), or sizes tak
 import libcst as cst
 
 from ..filefacts import SEQUENCE_BUILDERS, is_sequence_display
+from ..kinds import TENSORISH
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
 
 # Factories and which of their arguments are Python ints: positions (None: every positional
@@ -67,6 +68,31 @@ def _scalar_index(node: cst.BaseExpression, ctx: RuleContext) -> bool:
         return not node.args
     q = ctx.call_name(node)
     return q in ("torch.argmax", "torch.argmin") and len(node.args) == 1 and node.args[0].keyword is None
+
+
+def _computed_tensor(value: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """A tensor computed from a tensor, for sure (`lengths.max()`, `mask.sum() + 1`): not a torch
+    function of Python numbers (`torch.div(x.size(1), 4, rounding_mode="trunc")`, which Dynamo
+    folds: Longformer's chunk count is no break as a size, measured), not NumPy math on numbers
+    (DYN106's), not a name unpacked from a tuple (whose items' kinds are guesses)."""
+    if type(value) is cst.BinaryOperation:
+        return _computed_tensor(value.left, ctx) or _computed_tensor(value.right, ctx)
+    if type(value) is not cst.Call or not ctx.is_definite_tensor(value) or ctx.is_numpy_of_numbers(value):
+        return False
+    q = ctx.call_name(value)
+    if q is not None and q.startswith("torch.") and not any(ctx.kind(a.value) in TENSORISH for a in value.args):
+        return False
+    return True
+
+
+def _tensor_size(value: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """A size argument that is a tensor value: computed here (`_computed_tensor`), or a name this
+    function bound to one."""
+    if type(value) is cst.Name:
+        return value.value in ctx.rule_state("DYN131").get("tensor_values", ())
+    if type(value) is cst.BinaryOperation:
+        return _tensor_size(value.left, ctx) or _tensor_size(value.right, ctx)
+    return _computed_tensor(value, ctx)
 
 
 def _builds_sequence(value: cst.BaseExpression, ctx: RuleContext) -> bool:
@@ -111,8 +137,7 @@ class TensorAsInt(Rule):
                     if a.star or (a.keyword is not None and a.keyword.value not in ("size", "shape")):
                         continue
                     sizes = a.value.elements if type(a.value) in (cst.Tuple, cst.List) else [a]
-                    # (NumPy math on Python numbers as a size is DYN106's, with its fix)
-                    if any(ctx.is_definite_tensor(el.value) and not ctx.is_numpy_of_numbers(el.value) for el in sizes):
+                    if any(_tensor_size(el.value, ctx) for el in sizes):
                         ctx.report(self, a.value, f"a size of `.{func.attr.value}()` from a tensor value breaks the "
                                                   "graph; use a shape or a constant")
                         return
@@ -151,6 +176,8 @@ class TensorAsInt(Rule):
                     name = t.target.value
                     (scalars.add if _scalar_index(node.value, ctx) else scalars.discard)(name)
                     sequences[name] = (node, _builds_sequence(node.value, ctx), self._python_sequence(t.target, ctx))
+                    values = state.setdefault("tensor_values", set())
+                    (values.add if _computed_tensor(node.value, ctx) else values.discard)(name)
             return
         if self._python_sequence(node.value, ctx):
             if len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index \
