@@ -3,7 +3,9 @@
 ## What it does
 Finds tensors passed as sizes or counts in a compile region: `F.one_hot(t, num_classes=t.max() + 1)`,
 factory sizes such as `torch.zeros(n)` / `torch.arange(n)` with `n` a tensor, sizes of tensor
-methods (`x.new_zeros(b, n)`, `x.view(n, -1)`, `x.expand(...)`, `x.repeat(...)`), slices
+methods (`x.new_zeros(b, n)`, `x.view(n, -1)`, `x.expand(...)`, `x.repeat(...)`), a tensor as
+the Python-number `alpha=` / `value=` of `torch.add` / `sub` / `addcmul` / `addcdiv` (and their
+methods; not the in-place ones, which trace it), slices
 with tensor bounds (`x[:n]`), and indexes that are 0-d tensors (`x[torch.argmax(s)]`, effdet's
 soft-NMS; a 1-d index tensor is advanced indexing, which traces), and Python lists, tuples or
 `nn.ModuleList`s indexed by a tensor (`self.experts[choice]` with `choice` drawn by
@@ -70,6 +72,26 @@ def _scalar_index(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     return q in ("torch.argmax", "torch.argmin") and len(node.args) == 1 and node.args[0].keyword is None
 
 
+# Functions and tensor methods with a Scalar-only keyword (`alpha=`, `value=`); the in-place
+# methods (`add_`) trace with a tensor there (probed), the others read it back.
+SCALAR_KEYWORDS = {"add": "alpha", "sub": "alpha", "subtract": "alpha", "addcmul": "value", "addcdiv": "value"}
+
+
+def _scalar_keyword_tensor(call: cst.Call, ctx: RuleContext):
+    """The `alpha=` / `value=` argument of `torch.add(...)`, `x.sub(...)`, `torch.addcmul(...)` when
+    it is a tensor for sure; else None."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value not in SCALAR_KEYWORDS:
+        return None
+    name = func.attr.value
+    if not (ctx.call_name(call) == f"torch.{name}" or ctx.is_tensor(func.value)):
+        return None
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == SCALAR_KEYWORDS[name] and ctx.is_definite_tensor(a.value):
+            return a
+    return None
+
+
 def _computed_tensor(value: cst.BaseExpression, ctx: RuleContext) -> bool:
     """A tensor computed from a tensor, for sure (`lengths.max()`, `mask.sum() + 1`): not a torch
     function of Python numbers (`torch.div(x.size(1), 4, rounding_mode="trunc")`, which Dynamo
@@ -130,6 +152,14 @@ class TensorAsInt(Rule):
     def check(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         if type(node) is cst.Call:
             func = node.func
+            scaled = _scalar_keyword_tensor(node, ctx)
+            if scaled is not None:
+                # torchode's step-size control: `torch.add(self.atol, y.abs(), alpha=self.rtol)` with
+                # `rtol` a buffer (probed: "Data dependent operator" on 2.13.0 and 2.14.1)
+                ctx.report(self, scaled.value, f"`{scaled.keyword.value}=` takes a Python number: a tensor there is read "
+                                               "back with `.item()` and breaks the graph; multiply instead "
+                                               "(`a + b * alpha`)")
+                return
             if type(func) is cst.Attribute and func.attr.value in SIZE_METHODS and ctx.is_tensor(func.value):
                 # GLiNER's `token_embeds.new_zeros(B, max_len, D)` with `max_len = lengths.max()`
                 args = node.args[:1] if func.attr.value == "new_full" else node.args
@@ -208,6 +238,25 @@ class TensorAsInt(Rule):
                         return
 
     invalid = (
+        Example(
+            # torchode's error bounds: tolerances kept as buffers, given as `alpha=`.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("atol", torch.tensor(1e-6))
+                    self.register_buffer("rtol", torch.tensor(1e-3))
+
+                def forward(self, y):
+                    bound = torch.add(self.atol, y.abs(), alpha=self.rtol)  # expect: DYN131
+                    return y / bound
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3),)",
+        ),
         Example(
             # GLiNER's word embeddings: a buffer as long as the longest text, from the lengths.
             """
@@ -331,6 +380,25 @@ class TensorAsInt(Rule):
         ),
     )
     valid = (
+        Example(
+            # The same bound with the tolerance multiplied in; `alpha=` of a Python number.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("atol", torch.tensor(1e-6))
+                    self.register_buffer("rtol", torch.tensor(1e-3))
+
+                def forward(self, y):
+                    bound = self.atol + y.abs() * self.rtol
+                    return torch.add(y, bound, alpha=0.5) / bound
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(3),)",
+        ),
         Example(
             # Python ints index the ModuleList and the list; a tensor indexes a tensor.
             """
