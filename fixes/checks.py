@@ -44,7 +44,7 @@ from dynalint.lint.kinds import TENSORISH, Kind
 from dynalint.lint.nodes import is_string_literal
 from dynalint.lint.rule import RuleContext
 
-from .base import SourceInfo, comments_within, guarded, make_fix, source_info
+from .base import SourceInfo, comments_within, guarded, make_fix, replace_node, source_info
 from .guard import is_compiling_call
 from .imports import torch_reference
 from .where import _mentions_numpy, definite_tensor_test
@@ -191,17 +191,19 @@ def _rewrite(info: SourceInfo, positions, node: cst.If, guard, test, negated: bo
     lead = "".join(f"{c}{info.newline}{indent}" for c in comments)
     # Compiled, the check; eager, the `if` and its raise as they were (the same exception).
     compiling = is_compiling_call(info, positions, node, indent)
-    inner = indent + info.indent_unit if compiling is not None and not compiling[1] else indent
+    # None, or a guard needing lines above it (no torch at module level): the check alone
+    keeps_raise = compiling is not None and not compiling[1]
+    inner = indent + info.indent_unit if keeps_raise else indent
     if guard is not None:
         kept = info.text(positions, guard)
         if "\n" in kept:  # the test was parenthesised over several lines (tabpfn's target check)
-            if inner != indent and '"""' not in kept and "'''" not in kept:
+            if keeps_raise and '"""' not in kept and "'''" not in kept:
                 kept = kept.replace(info.newline, info.newline + info.indent_unit)  # nested one level deeper
             kept = f"({kept})"
         body = f"if {kept}:{info.newline}{inner}{info.indent_unit}{check}"
     else:
         body = check
-    if compiling is None or compiling[1]:  # a path kept for torch without is_compiling: the check alone
+    if not keeps_raise:
         content = f"{lead}{body}"
         what = "instead of raising"
     else:
@@ -397,8 +399,6 @@ def _rewrite_assert_message(info: SourceInfo, positions, statement: cst.Assert):
 
 
 def assert_module_fix(ctx: RuleContext, test: cst.BaseExpression, replacement: str, code: str = "DYN117"):
-    from .base import replace_node
-
     return guarded(code, lambda positions, module: make_fix(
         UNSAFE, f"Assert `{replacement}` (what a module's truth means, unless its class defines `__len__`/`__bool__`)",
         [replace_node(positions, test, replacement)],

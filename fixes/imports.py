@@ -172,17 +172,22 @@ def bound_module_name(module: cst.Module, wanted: str) -> Optional[str]:
     return None
 
 
+def leading_block_end(body: list) -> Optional[cst.CSTNode]:
+    """The last statement of a module's leading block: its docstring, `__future__` imports and
+    imports (where new imports and module-level helpers go); None when the code starts at once."""
+    i = 1 if body and is_docstring(body[0]) else 0
+    while i < len(body) and _is_future_import(body[i]):
+        i += 1
+    while i < len(body) and _is_import_line(body[i]):
+        i += 1
+    return body[i - 1] if i > 0 else None
+
+
 def import_module_edit(info: SourceInfo, positions, module: str) -> Edit:
     """`import module` after the leading import block (else after the docstring and `__future__`
     imports, else at the top of the code)."""
     body = list(info.module.body)
-    i = 1 if body and is_docstring(body[0]) else 0
-    while i < len(body) and _is_future_import(body[i]):
-        i += 1
-    after: Optional[cst.CSTNode] = body[i - 1] if i > 0 else None
-    while i < len(body) and _is_import_line(body[i]):
-        after = body[i]
-        i += 1
+    after = leading_block_end(body)
     if after is not None:
         return _insert_line_after(info, positions[after].end.line, f"import {module}")
     line = f"import {module}" + info.newline

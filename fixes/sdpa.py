@@ -15,11 +15,10 @@ from __future__ import annotations
 import libcst as cst
 
 from dynalint.findings import UNSAFE
-from dynalint.lint.nodes import is_docstring
 from dynalint.lint.rule import RuleContext
 
 from .base import guarded, make_fix, replace_node, source_info
-from .imports import _insert_line_after, _is_future_import, _is_import_line, torch_reference
+from .imports import _insert_line_after, leading_block_end, torch_reference
 
 HELPER = "_sdpa_backends"
 
@@ -49,21 +48,20 @@ def sdpa_kernel_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN109"):
         edits = [*import_edits, replace_node(positions, call, f"{torch}.nn.attention.sdpa_kernel({HELPER}{args})")]
         if not defined:
             body = list(info.module.body)
-            i = 1 if body and is_docstring(body[0]) else 0
-            while i < len(body) and (_is_future_import(body[i]) or _is_import_line(body[i])):
-                i += 1
-            if i == 0:
+            last = leading_block_end(body)
+            if last is None:
                 return None  # no import block to follow
+            following = next(k for k, stmt in enumerate(body) if stmt is last) + 1
             nl = info.newline
             # two blank lines around it: the ones the next statement brings, and more up to two
             after = 0
-            if i < len(body):
-                for line in body[i].leading_lines:
+            if following < len(body):
+                for line in body[following].leading_lines:
                     if line.comment is not None:
                         break
                     after += 1
             text = nl + nl + _helper_text(torch, nl) + nl * max(0, 2 - after)
-            edits.append(_insert_line_after(info, positions[body[i - 1]].end.line, text))
+            edits.append(_insert_line_after(info, positions[last].end.line, text))
         return make_fix(UNSAFE, "Select the SDPA backends with `torch.nn.attention.sdpa_kernel`, which Dynamo traces",
                         edits)
 

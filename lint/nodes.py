@@ -91,3 +91,11 @@ def self_dict_key(target: cst.BaseExpression) -> Optional[tuple[str, str]]:
         return None
     key = index.value.evaluated_value
     return (target.value.attr.value, key) if isinstance(key, str) else None
+
+
+def class_of(module: cst.Module, fn: cst.CSTNode) -> Optional[cst.ClassDef]:
+    """The module-level class whose body holds the method `fn`, if any."""
+    for stmt in module.body:
+        if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock and any(s is fn for s in stmt.body.body):
+            return stmt
+    return None

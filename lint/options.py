@@ -3,8 +3,8 @@ helpers and rule selection, and the facts other files give it (see `lint.hints`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import re
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Optional
 
@@ -34,6 +34,11 @@ def is_root_pattern(root: str) -> bool:
     return any(c in root for c in "*?[")
 
 
+def _pattern_head(root: str) -> str:
+    """A pattern's text before its first wildcard (`pkg.ops.` of `pkg.ops.*`)."""
+    return re.split(r"[*?\[]", root, maxsplit=1)[0]
+
+
 def matches_root_pattern(qualname: str, pattern: str) -> bool:
     """A public function or method the pattern names: `*` spans dots, and a name starting with
     `_` (a private helper, `__init__`) is matched only where the pattern spells the underscore
@@ -50,7 +55,7 @@ def pattern_may_name(root: str, module: str) -> bool:
     wildcard and the module's dotted name agree as far as both go."""
     if not is_root_pattern(root):
         return False
-    head = re.split(r"[*?\[]", root, maxsplit=1)[0]
+    head = _pattern_head(root)
     own = f"{module}."
     return own.startswith(head) or head.startswith(own)
 
@@ -61,7 +66,7 @@ def meant_for(root: str, module: str) -> bool:
     it: where it matches nothing while `module` is linted, it is misspelt. (`pkg.other.fn` says
     nothing about `pkg`: pre-commit lints the changed files only.)"""
     if is_root_pattern(root):
-        head = re.split(r"[*?\[]", root, maxsplit=1)[0]
+        head = _pattern_head(root)
         return f"{module}.".startswith(head) or head.rpartition(".")[0] == module
     parts = root.rsplit(".", 2)
     return root.rpartition(".")[0] == module or (len(parts) == 3 and parts[0] == module and parts[1][:1].isupper())

@@ -92,13 +92,18 @@ class ClassResolver:
             tuple(e[:2]) in (("super", "__call__"), ("super", "forward"), ("self", "forward")) for e in info.edges
         )
 
+    def _mro_bases(self, cls: str):
+        """The resolved names of the bases of every class in `cls`'s MRO (those outside the linted
+        files among them)."""
+        return (self.canonical(b) for c in self.mro(cls) for b in self.classes[c].bases)
+
     def _is_distribution_transform(self, cls: str) -> bool:
         """A class of the linted files with `torch.distributions`' Transform among its bases' bases."""
-        return any(self.canonical(b) in DISTRIBUTION_TRANSFORMS for c in self.mro(cls) for b in self.classes[c].bases)
+        return any(b in DISTRIBUTION_TRANSFORMS for b in self._mro_bases(cls))
 
     def _derives_from_torch_nn(self, cls: str) -> bool:
         """A class of the linted files with a `torch.nn` class among its bases' bases."""
-        return any(self.canonical(b).startswith("torch.nn.") for c in self.mro(cls) for b in self.classes[c].bases)
+        return any(b.startswith("torch.nn.") for b in self._mro_bases(cls))
 
     def _base_is_module(self, base: str, depth: int) -> bool:
         b = self.canonical(base)
@@ -207,21 +212,23 @@ class ClassResolver:
         return [f"{cls}.{m}" for m in ("__init__", "__post_init__") if m in methods]
 
     def is_rnn_class(self, cls: str) -> bool:
-        return any(self.canonical(b) in RNN_BASES for c in self.mro(cls) for b in self.classes[c].bases)
+        return any(b in RNN_BASES for b in self._mro_bases(cls))
 
     def is_autograd_function(self, cls: str) -> bool:
-        return any(self.canonical(b) in AUTOGRAD_FUNCTION_BASES for c in self.mro(cls) for b in self.classes[c].bases)
+        return any(b in AUTOGRAD_FUNCTION_BASES for b in self._mro_bases(cls))
+
+    def _method_and_overrides(self, cls: str, meth: str) -> list[str]:
+        """`meth` as `cls` has it (its own or inherited) and the subclasses' overrides of it."""
+        found = self.find_method(cls, meth)
+        return ([found] if found else []) + [f"{sub}.{meth}" for sub in self.subclasses(cls)
+                                              if meth in self.classes[sub].methods]
 
     def method_targets(self, cls: str, edge: tuple) -> list[str]:
         """The targets of a call edge through `self` or `super()` in a method of `cls`."""
         kind = edge[0]
         if kind == "self":
             meth = edge[1]
-            found = self.find_method(cls, meth)
-            out = [found] if found else []
-            for sub in self.subclasses(cls):
-                if meth in self.classes[sub].methods:
-                    out.append(f"{sub}.{meth}")
+            out = self._method_and_overrides(cls, meth)
             if not out:  # self.block(x): a submodule stored on self
                 for t in self.attr_types(cls, meth):
                     out += self._callable_targets(t)
@@ -245,10 +252,7 @@ class ClassResolver:
             # `self.initialized` read in compiled code: the getter of a property (moshi's codebook
             # reads its init flag with `.item()` there); a method read as a value runs where it
             # is called, which the same edge stands for. Plain attributes resolve to nothing.
-            meth = edge[1]
-            found = self.find_method(cls, meth)
-            return ([found] if found else []) + [f"{sub}.{meth}" for sub in self.subclasses(cls)
-                                                  if meth in self.classes[sub].methods]
+            return self._method_and_overrides(cls, edge[1])
         if kind == "super":
             meth = edge[1]
             for base in self.mro(cls)[1:]:

@@ -41,6 +41,7 @@ import libcst as cst
 
 from ..fastcst import iter_nodes
 from ..kinds import NUMPY_MATH_EQUIVALENT, Kind
+from ..nodes import class_of
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 from ..sourceinfo import source_info
 from ..variables import variable_reads
@@ -193,14 +194,12 @@ def _setting_call(ctx: RuleContext, attr: str, short: str):
     state = ctx.rule_state("DYN106").setdefault("setters", {})
     key = (id(ctx.fn), attr)
     if key not in state:
-        found = []
-        for cls in (s for s in ctx.module.body if type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock):
-            if not any(stmt is ctx.fn for stmt in cls.body.body):
-                continue
-            for n in iter_nodes(cls.body):
-                if type(n) is cst.Assign and len(n.targets) == 1 and ctx.self_attr(n.targets[0].target) == attr \
-                        and type(n.value) is cst.Call and ctx.call_name(n.value) == f"numpy.{short}":
-                    found.append(n.value)
+        cls = class_of(ctx.module, ctx.fn)
+        found = [
+            n.value for n in (iter_nodes(cls.body) if cls is not None else ())
+            if type(n) is cst.Assign and len(n.targets) == 1 and ctx.self_attr(n.targets[0].target) == attr
+            and type(n.value) is cst.Call and ctx.call_name(n.value) == f"numpy.{short}"
+        ]
         state[key] = found[0] if len(found) == 1 else None
     return state[key]
 

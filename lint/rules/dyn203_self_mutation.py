@@ -33,7 +33,7 @@ import libcst as cst
 
 from .. import fastcst
 from ..kinds import Kind
-from ..nodes import is_none
+from ..nodes import class_of, is_none
 from ..rule import NO_RECOMPILE, RECOMPILES, Example, Rule, RuleContext, offer_fix
 
 
@@ -96,19 +96,18 @@ def _float_attrs(ctx) -> frozenset:
     found = state.get(key)
     if found is None:
         found = frozenset()
-        for cls in (s for s in ctx.module.body if type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock):
-            if any(stmt is ctx.fn for stmt in cls.body.body):
-                init = next((f for f in cls.body.body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None)
-                if init is not None:
-                    found = frozenset(
-                        target.attr.value
-                        for line in init.body.body if type(line) is cst.SimpleStatementLine
-                        for small in line.body if type(small) is cst.Assign
-                        for t in small.targets
-                        for target, value in _paired(t.target, small.value)
-                        if type(value) is cst.Float and ctx.self_attr(target) is not None
-                    )
-                break
+        cls = class_of(ctx.module, ctx.fn)
+        init = next((f for f in cls.body.body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None) \
+            if cls is not None else None
+        if init is not None:
+            found = frozenset(
+                target.attr.value
+                for line in init.body.body if type(line) is cst.SimpleStatementLine
+                for small in line.body if type(small) is cst.Assign
+                for t in small.targets
+                for target, value in _paired(t.target, small.value)
+                if type(value) is cst.Float and ctx.self_attr(target) is not None
+            )
         state[key] = found
     return found
 
