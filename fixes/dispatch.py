@@ -53,6 +53,7 @@ from dynalint.lint.variables import variable_names, variable_reads
 from .base import atom_text, class_methods, guarded, make_fix, single_small_statement, source_info
 from .imports import torch_reference
 from .mask_guard import _tested_mask, unwrapped_if
+from .masking import compact_names
 from .purity import pure
 from .where import may_blow_up
 from .statements import string_continuation_rows
@@ -182,6 +183,11 @@ def _plan(ctx, info, fn, body: list, mask: str, stmt, whole: bool):
         return None
     acc = single_small_statement(sink).targets[0].target.value
     if not pure(acc, ctx) or any(n.value in bound or n.value == mask for n in iter_nodes(acc) if isinstance(n, cst.Name)):
+        return None
+    # A name the chain reads but does not bind holds all rows, unless an earlier statement bound
+    # it to a selection (`dV = V[active] * 0.1` read by another chain too: botorch's Penicillin).
+    free = set().union(*(variable_names(single_small_statement(s).value) for s in chain)) - set(bound) - {mask}
+    if free & compact_names(ctx, fn):
         return None
     # What the chain binds is read only by the chain (rows of the selection, not of the whole).
     inside = {id(n) for s in chain for n in iter_nodes(s)}

@@ -1,9 +1,11 @@
-"""DYN113: `min(<generator of tuples>)` -> `min([<the same items>])`. Safe fix:
+"""DYN113 / DYN118: an iterator passed where Dynamo wants a list. Safe fixes:
 
     min((cost(p), p) for p in orders)   ->   min([(cost(p), p) for p in orders])
+    math.prod(x.shape[i] for i in dims) ->   math.prod([x.shape[i] for i in dims])
+    math.fsum(map(float, sizes))        ->   math.fsum(list(map(float, sizes)))
 
-The list holds the same items in the same order, so `min` / `max` return the same one (the first
-of equal ones either way); Dynamo traces the builtin over a list.
+The list holds the same items in the same order, so `min` / `max` / `math.prod` / `math.fsum`
+return the same value (the first of equal ones either way); Dynamo traces them over a list.
 """
 
 from __future__ import annotations
@@ -24,5 +26,16 @@ def list_of_generator_fix(ctx: RuleContext, gen: cst.GeneratorExp, code: str = "
             rng = positions[gen]
             edits = [insert_at(rng.start.line, rng.start.column, "["), insert_at(rng.end.line, rng.end.column, "]")]
         return make_fix(SAFE, "Pass a list comprehension (Dynamo traces the builtin over a list)", edits)
+
+    return guarded(code, generate)
+
+
+def list_of_iterator_call_fix(ctx: RuleContext, call: cst.Call, code: str = "DYN118"):
+    """`math.fsum(map(f, xs))` -> `math.fsum(list(map(f, xs)))`: the iterator's items, in a list."""
+
+    def generate(positions, module):
+        rng = positions[call]
+        edits = [insert_at(rng.start.line, rng.start.column, "list("), insert_at(rng.end.line, rng.end.column, ")")]
+        return make_fix(SAFE, "Pass a list (Dynamo traces the function over a list)", edits)
 
     return guarded(code, generate)

@@ -36,7 +36,7 @@ from dynalint.findings import UNSAFE
 from dynalint.lint.fastcst import iter_nodes
 from dynalint.lint.kinds import Kind
 from dynalint.lint.rule import RuleContext
-from dynalint.lint.variables import variable_names
+from dynalint.lint.variables import target_names, variable_names
 
 from .base import SourceInfo, atom_text, guarded, make_fix, replace_node, source_info
 from .imports import torch_reference
@@ -181,7 +181,7 @@ def mask_update_fix(ctx: RuleContext, node: cst.Subscript, code: str = "DYN130")
     mask, values, update = node.slice[0].slice.value, node.value, aug.value
     if not (pure(values, ctx) and pure(mask, ctx) and pure(update, ctx)):
         return None
-    if occurs_in(values, update) or _selects(update, ctx):
+    if occurs_in(values, update) or _selects(update, ctx) or variable_names(update) & compact_names(ctx, ctx.fn):
         return None
     if may_blow_up(update) or (type(aug.operator) is cst.DivideAssign and not is_number(update)):
         # Computed for every element, an infinite value where the mask is not set gives NaN
@@ -229,3 +229,26 @@ def _selects(root: cst.CSTNode, ctx: RuleContext) -> bool:
             if name.rsplit(".", 1)[-1] in ("nonzero", "masked_select", "argwhere", "where", "unique", "bincount"):
                 return True
     return False
+
+
+def compact_names(ctx: RuleContext, fn: cst.FunctionDef) -> set[str]:
+    """Names the function binds (anywhere) to a value that selects by a mask or holds a
+    data-dependent shape, or that is computed from such a name: `dV = V[active] * 0.1`, then
+    `dP = dV - P[active]` (botorch's Penicillin). Such a value has the compacted shape of the
+    selection, so it cannot stand for full rows in `torch.where(mask, x + dV, x)`."""
+    bindings: list[tuple[set, cst.CSTNode]] = []
+    for n in iter_nodes(fn.body):
+        if isinstance(n, cst.Assign):
+            names = set().union(*(target_names(t.target) for t in n.targets))
+            bindings.append((names, n.value))
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign)) and n.value is not None:
+            bindings.append((target_names(n.target), n.value))
+    compact: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for names, value in bindings:
+            if names - compact and (_selects(value, ctx) or variable_names(value) & compact):
+                compact |= names
+                changed = True
+    return compact

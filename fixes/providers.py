@@ -22,7 +22,7 @@ from .experts import expert_loop_fix
 from .full_fill import new_full_fix
 from .guard import guard_fix
 from .layer_drop import layer_drop_fix
-from .list_comprehension import list_of_generator_fix
+from .list_comprehension import list_of_generator_fix, list_of_iterator_call_fix
 from .check_message import check_message_fix
 from .generator import generator_fix
 from .masking import mask_fix, mask_update_fix
@@ -42,7 +42,8 @@ PROVIDERS = {
     "debugger": debugger_fix,  # DYN102
     "compile_default": compile_default_fix,  # DYN107
     "numpy_math": numpy_math_fix,  # DYN106
-    "list_of_generator": list_of_generator_fix,  # DYN113
+    "list_of_generator": list_of_generator_fix,  # DYN113, DYN118
+    "list_of_iterator_call": list_of_iterator_call_fix,  # DYN118
     "item": item_fix,  # DYN110
     "python_math": python_math_fix,  # DYN110
     "new_full": new_full_fix,  # DYN110

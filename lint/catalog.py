@@ -26,6 +26,7 @@ RULE_MODULES = (
     "dyn115_check_message_not_callable",
     "dyn116_optional_import",
     "dyn117_assert_module",
+    "dyn118_iterator_to_math_reduction",
     "dyn120_tensor_control_flow",
     "dyn121_data_dependent_loop",
     "dyn130_dynamic_shape_op",

@@ -25,6 +25,8 @@ def torch_non_tensor(q: str) -> bool:
     return q.count(".") == 1 and (last in K.TORCH_NON_TENSOR_FUNCS or last.startswith(("is_", "get_autocast")))
 
 
+# NumPy's index tricks: subscripted, they build arrays.
+_NUMPY_INDEX_GRIDS = frozenset({"numpy.ogrid", "numpy.mgrid", "numpy.r_", "numpy.c_"})
 _STRING_NODES = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 # Parameters every layer with weights has (`nn.Linear`, `nn.Conv2d`, norms).
 _PARAMETER_NAMES = frozenset({"weight", "bias"})
@@ -168,6 +170,8 @@ class KindInference:
                     return False
                 node = node.func.value
             elif type(node) in (cst.Attribute, cst.Subscript):
+                if type(node) is cst.Attribute and self.qualname(node) in _NUMPY_INDEX_GRIDS:
+                    return True  # `y, x = np.ogrid[-m:m + 1, -n:n + 1]` (doctr's Gaussian kernel)
                 node = node.value
             elif type(node) is cst.Name:
                 return node.value in self.numpy_names
@@ -398,7 +402,8 @@ class KindInference:
                 if q.startswith("torch.nn.") and not q.startswith("torch.nn.functional."):
                     return U  # building modules
                 last = q.rsplit(".", 1)[-1]
-                if last in K.BOOL_TORCH_FUNCS:
+                if last in K.BOOL_TORCH_FUNCS or self._bool_dtype(node):
+                    # `~torch.eye(n, dtype=torch.bool)` (x-clip's off-diagonal mask)
                     return B
                 if last in ("is_tensor", "is_floating_point", "is_complex", "is_nonzero"):
                     return N
@@ -409,6 +414,8 @@ class KindInference:
                 # `rearrange(coors, "b n d -> b n 1 d")` of a tensor is a tensor (equiformer), a
                 # presumed one of a presumed one
                 first = self.kind(node.args[0].value)
+                if first == B and q in ("einops.rearrange", "einops.repeat"):
+                    return B  # the same elements, moved: still a mask
                 if first in (T, B, P):
                     return T if first == B else first
             known = self._known_call_kind(
@@ -490,6 +497,11 @@ class KindInference:
             if self._submodule_list_ref(func.value) is not None:
                 return T
         return U
+
+    def _bool_dtype(self, node: cst.Call) -> bool:
+        """`torch.ones(n, dtype=torch.bool)`: a factory or conversion asked for booleans."""
+        return any(a.keyword is not None and a.keyword.value == "dtype" and self.qualname(a.value) == "torch.bool"
+                   for a in node.args)
 
     def _to_bool(self, node: cst.Call) -> bool:
         """`x.to(torch.bool)` / `x.to(dtype=torch.bool, device=...)`."""

@@ -1256,5 +1256,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                     k = T
                 for t in elems:
                     self._bind(t, None, k)
+                if value is not None and self.is_numpy(value):
+                    # `y, x = np.ogrid[...]`, `q, r = np.divmod(a, b)`: NumPy values each
+                    self.numpy_names.update(t.value for t in elems if type(t) is cst.Name)
         elif type(target) is cst.StarredElement:
             self._bind(target.value, None, U)

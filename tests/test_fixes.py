@@ -2594,7 +2594,9 @@ def test_masked_in_place_update_becomes_copy_of_a_where():
     )
 
 
-@pytest.mark.parametrize("update", ["x[m] += x[m] * 2", "x[m] += y[y > 0].sum()", "x[m] += next(it)", "x[m] **= 2"])
+@pytest.mark.parametrize("update", ["x[m] += x[m] * 2", "x[m] += y[y > 0].sum()", "x[m] += next(it)", "x[m] **= 2",
+                                    # a value of the selected rows, through a name (botorch's Penicillin)
+                                    "step = y[m] * 0.1\n            x[m] += step"])
 def test_masked_update_whose_value_depends_on_the_selection_gets_no_fix(update):
     result = fixed(f"""
         import torch
@@ -3553,6 +3555,9 @@ def test_rows_routed_by_a_mask_and_written_back_through_it_become_dense_dispatch
         ("out[mask] = x[probs[mask]]", "selected values used as indices"),
         ("out[mask] = expert(x[mask] @ x[mask].T)", "selected rows paired with each other"),
         ("out[mask] = torch.nn.functional.softmax(expert(x[mask]), dim=0)", "softmax over the selected rows"),
+        # botorch's Penicillin: `step` holds the selected rows only, and another statement reads it
+        ("step = x[mask] * 0.1\nlog = step - out[mask]\nout[mask] = out[mask] + step",
+         "a value of the selected rows bound before the chain"),
     ],
 )
 def test_mask_dispatch_is_not_offered_where_rows_escape_or_the_mask_does_more(body, why):

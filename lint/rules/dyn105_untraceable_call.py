@@ -7,7 +7,8 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 (`np.random.permutation`) or maps to code that reads a tensor value (`np.random.choice`),
 `torch.get_rng_state()` / `torch.set_rng_state()`, seeding (`torch.manual_seed()`,
 `torch.cuda.manual_seed()`, `torch.initial_seed()`, `torch.default_generator.manual_seed()`),
-`input()`, `open()`, thread settings (`torch.get_num_threads()`, `torch.set_num_threads()`),
+`input()`, `open()`, the standard library's C and OS functions (`pickle.dumps`, `json.dumps`,
+`os.path.exists`, `os.getpid`, `hashlib.md5`, `uuid.uuid4`, `datetime.now()`, ...), thread settings (`torch.get_num_threads()`, `torch.set_num_threads()`),
 TorchScript futures (`torch.jit.fork` / `wait`), the legacy `torch.autograd.Variable(t)` (safe
 fix: `t.detach()`, which is what it returns), RNN packing (`pack_padded_sequence`, `pad_packed_sequence`),
 `torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
@@ -149,6 +150,32 @@ UNTRACEABLE = frozenset(
         "torch.set_num_interop_threads",
         "torch.jit.fork",
         "torch.jit.wait",
+        # The standard library's C functions and ones that reach the OS, probed on 2.13.0 and
+        # 2.14.1 (skipped functions, "Unsupported method call"; gpytorch's caching decorator
+        # keys its cache with `pickle.dumps(kwargs)` around every cached method).
+        "pickle.dumps",
+        "pickle.loads",
+        "json.dumps",
+        "json.loads",
+        "os.getpid",
+        "os.cpu_count",
+        "os.listdir",
+        "os.path.exists",
+        "os.path.isfile",
+        "os.path.isdir",
+        "hashlib.md5",
+        "hashlib.sha1",
+        "hashlib.sha256",
+        "uuid.uuid1",
+        "uuid.uuid4",
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "threading.get_ident",
+        "zlib.crc32",
+        "base64.b64encode",
+        "base64.b64decode",
+        "socket.gethostname",
+        "statistics.mean",
     }
 )
 # The legacy `Variable(t)` constructor: a skipped builtin (`_LegacyVariableBase.__new__`, probed on
@@ -587,6 +614,28 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # gpytorch's caching: the cache key of a cached value is pickled in compiled code.
+            """
+            import pickle
+            import torch
+            from torch import nn
+
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.cache = {}
+
+                def forward(self, x, **kwargs):
+                    key = pickle.dumps(kwargs)  # expect: DYN105
+                    if key not in self.cache:
+                        self.cache[key] = 2
+                    return x * self.cache[key]
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3),)",
+        ),
         Example(
             # pypots' BRITS: a buffer wrapped in the legacy Variable; torchkbnufft's thread count.
             """

@@ -405,6 +405,22 @@ class NumpyScalarMath(Rule):
     )
     valid = (
         Example(
+            # doctr's Gaussian kernel: `np.exp` of arrays from `np.ogrid` (no Python numbers: no
+            # finding, and `math.exp` would raise TypeError on them).
+            """
+            import numpy as np
+            import torch
+
+            @torch.compile
+            def f(x):
+                y, z = np.ogrid[-2:3, -2:3]
+                h = np.exp(-(y * y + z * z) / 2.0)
+                return x * torch.from_numpy(h).sum()
+            """,
+            dynamo=None,
+            why="Dynamo runs NumPy's index trick as a skipped call (GB0008, no graph break); the example checks the lint",
+        ),
+        Example(
             # attention's scale: NumPy math on a size feeding tensor arithmetic is traced.
             """
             import numpy as np

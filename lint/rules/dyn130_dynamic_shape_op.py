@@ -216,6 +216,21 @@ class DynamicShapeOp(Rule):
 
     invalid = (
         Example(
+            # x-clip's contrastive loss: the off-diagonal similarities, a mask made as booleans.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, t):
+                    off_diag = ~torch.eye(t.shape[1], dtype=torch.bool)
+                    sim = torch.einsum("b i d, b j d -> b i j", t, t)
+                    return sim[:, off_diag].sum()  # expect: DYN130
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(1, 4, 8),)",
+        ),
+        Example(
             # pypots' Koopa: the Koopman operator fitted by least squares in forward.
             """
             import torch

@@ -175,6 +175,14 @@ class TensorAsInt(Rule):
             q = ctx.call_name(node)
             if q is None:
                 return
+            if q == "slice":
+                # neuralop's `segment_csr`: `from_idx = slice(indptr[i], indptr[i + 1])`, then `src[from_idx]`
+                for a in node.args:
+                    if a.keyword is None and not a.star and ctx.is_definite_tensor(a.value):
+                        ctx.report(self, a.value, "slice bound from a tensor value breaks the graph; use a shape-derived "
+                                                  "int, or select with tensor ops (`index_select`, a mask)")
+                        return
+                return
             if q in ("torch.nn.functional.one_hot",):
                 for a in node.args[1:]:
                     if ctx.is_definite_tensor(a.value):
@@ -238,6 +246,22 @@ class TensorAsInt(Rule):
                         return
 
     invalid = (
+        Example(
+            # neuralop's `segment_csr`: rows between the offsets of a CSR index.
+            """
+            import torch
+
+            @torch.compile
+            def f(src: torch.Tensor, indptr: torch.Tensor):
+                out = []
+                for i in range(3):
+                    rows = slice(indptr[i], indptr[i + 1])  # expect: DYN131
+                    out.append(src[rows].sum(0))
+                return torch.stack(out)
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(6, 2), torch.tensor([0, 2, 4, 6]))",
+        ),
         Example(
             # torchode's error bounds: tolerances kept as buffers, given as `alpha=`.
             """

@@ -135,6 +135,21 @@ class ShapeBranch(Rule):
     )
     valid = (
         Example(
+            # neuraloperator's GNO block: a size compared with -1 (never a size) adds no guard.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                if x.ndim == 3 and x.shape[0] == -1:
+                    return x.sum(0)
+                return x * 2
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="(torch.randn(3, 4, 2),)",
+            inputs2="(torch.randn(5, 4, 2),)",
+        ),
+        Example(
             # pytorch_wavelets: `x.shape == torch.Size([])` tests the rank only.
             """
             import torch
@@ -298,8 +313,13 @@ def _against_zero_or_one(test: cst.Comparison) -> bool:
         return False
     sides = (test.left, test.comparisons[0].comparator)
     # Not arithmetic on sizes against 0: `n % k != 0` is no size Dynamo assumes anything about.
-    return (any(type(side) is cst.Integer and side.value in ("0", "1") for side in sides)
+    # A negative number (`f_y.shape[0] == -1`, neuraloperator) is never a size: decided the same.
+    return (any(type(side) is cst.Integer and side.value in ("0", "1") or _negative_integer(side) for side in sides)
             and not any(type(side) is cst.BinaryOperation for side in sides))
+
+
+def _negative_integer(node: cst.BaseExpression) -> bool:
+    return type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer
 
 
 def _empty_shape(node: cst.BaseExpression) -> bool:
