@@ -27,6 +27,7 @@ RULE_MODULES = (
     "dyn116_optional_import",
     "dyn117_assert_module",
     "dyn118_iterator_to_math_reduction",
+    "dyn119_cached_property",
     "dyn120_tensor_control_flow",
     "dyn121_data_dependent_loop",
     "dyn130_dynamic_shape_op",

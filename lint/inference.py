@@ -402,11 +402,11 @@ class KindInference:
                 if q.startswith("torch.nn.") and not q.startswith("torch.nn.functional."):
                     return U  # building modules
                 last = q.rsplit(".", 1)[-1]
-                if last in K.BOOL_TORCH_FUNCS or self._bool_dtype(node):
+                if last in K.BOOL_TORCH_FUNCS or self._bool_dtype(node) or (last == "where" and self._selects_booleans(node)):
                     # `~torch.eye(n, dtype=torch.bool)` (x-clip's off-diagonal mask)
                     return B
-                if last in ("is_tensor", "is_floating_point", "is_complex", "is_nonzero"):
-                    return N
+                if last in ("is_tensor", "is_floating_point", "is_complex", "is_nonzero") or last in K.PYTHON_BOOL_COMPARISONS:
+                    return N  # `torch.equal(a, b)` is a Python bool (its read is DYN110's; an `if` on it adds nothing)
                 return T
             if q.startswith(("math.", "time.", "random.", "os.", "warnings.", "logging.")):
                 return N
@@ -461,7 +461,7 @@ class KindInference:
                     return N  # the type's name, a string
                 if meth in K.SIZE_METHODS:
                     return S
-                if meth in K.NON_TENSOR_METHODS:
+                if meth in K.NON_TENSOR_METHODS or meth in K.PYTHON_BOOL_COMPARISONS:
                     return N
                 if meth in K.MAPPING_METHODS:
                     # no tensor has them: a dict (a submodule's outputs), whose values may be tensors
@@ -497,6 +497,20 @@ class KindInference:
             if self._submodule_list_ref(func.value) is not None:
                 return T
         return U
+
+    def _selects_booleans(self, node: cst.Call) -> bool:
+        """`torch.where(c, pos, pos.new([True]))` (FLAVA's positive pairs): both values boolean."""
+        values = [a.value for a in node.args if a.keyword is None and not a.star]
+        return len(values) == 3 and len(node.args) == 3 and all(self._boolean_value(v) for v in values[1:])
+
+    def _boolean_value(self, node: cst.BaseExpression) -> bool:
+        if type(node) is cst.Name and node.value in ("True", "False"):
+            return True
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in (
+                "new", "new_tensor", "new_ones", "new_zeros", "new_empty"):
+            # a new tensor of the receiver's dtype, unless another is asked for
+            return self.kind(node.func.value) == B and not any(a.keyword is not None and a.keyword.value == "dtype" for a in node.args)
+        return self.kind(node) == B
 
     def _bool_dtype(self, node: cst.Call) -> bool:
         """`torch.ones(n, dtype=torch.bool)`: a factory or conversion asked for booleans."""

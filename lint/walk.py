@@ -79,6 +79,7 @@ _NODE, _SKIP, _IF, _BLOCK = "node", "skip", "if", "block"
 
 
 # Builtin types an `isinstance` test can prove a value to be instead of a tensor.
+_DISABLING_DECORATORS = frozenset({"torch.compiler.disable", "torch._dynamo.disable", "compiler.disable"})
 _PYTHON_TYPES = frozenset({"list", "tuple", "dict", "set", "int", "float", "str", "bool", "complex"})
 # Errors tensor code raises when it runs (in the compiled graph), not while Dynamo traces.
 _RUNTIME_ERRORS = frozenset({
@@ -432,6 +433,11 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return self._walk_if(stmt)
         if type(stmt) is cst.FunctionDef:
             self.nested_defs.add(stmt.name.value)
+            if any(dotted(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in _DISABLING_DECORATORS
+                   for d in stmt.decorators):
+                # `@torch.compiler.disable` on a helper defined in forward (doctr): its body runs
+                # eagerly; the call is the one break, by design
+                return False
             saved = dict(self.env)
             for p in param_list(stmt.params):
                 self.env[p.name.value] = T if annotation_kind(p.annotation) == T else U

@@ -9,7 +9,8 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 `torch.cuda.manual_seed()`, `torch.initial_seed()`, `torch.default_generator.manual_seed()`),
 `input()`, `open()`, the standard library's C and OS functions (`pickle.dumps`, `json.dumps`,
 `os.path.exists`, `os.getpid`, `hashlib.md5`, `uuid.uuid4`, `datetime.now()`, ...), thread settings (`torch.get_num_threads()`, `torch.set_num_threads()`),
-TorchScript futures (`torch.jit.fork` / `wait`), the legacy `torch.autograd.Variable(t)` (safe
+TorchScript futures (`torch.jit.fork` / `wait`) and `torch.jit.isinstance`, `torch.quasirandom.SobolEngine`,
+`ctx.mark_dirty()` in a custom autograd function's `forward`, the legacy `torch.autograd.Variable(t)` (safe
 fix: `t.detach()`, which is what it returns), RNN packing (`pack_padded_sequence`, `pad_packed_sequence`),
 `torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
 `torch.sparse_coo_tensor`, `x.to_sparse()`, `x._values()`: torch.compile does not support them), SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
@@ -150,6 +151,10 @@ UNTRACEABLE = frozenset(
         "torch.set_num_interop_threads",
         "torch.jit.fork",
         "torch.jit.wait",
+        # TorchScript's type refinement (torchmultimodal's CoCa) and the Sobol engine (botorch's
+        # QMC samplers): skipped functions, probed on 2.13.0 and 2.14.1.
+        "torch.jit.isinstance",
+        "torch.quasirandom.SobolEngine",
         # The standard library's C functions and ones that reach the OS, probed on 2.13.0 and
         # 2.14.1 (skipped functions, "Unsupported method call"; gpytorch's caching decorator
         # keys its cache with `pickle.dumps(kwargs)` around every cached method).
@@ -349,6 +354,17 @@ def _none_while_compiling(value: cst.BaseExpression, ctx: RuleContext) -> bool:
     return is_none(value)
 
 
+def _autograd_ctx(value: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`ctx` in `def forward(ctx, ...)`, a static method: the context of a custom autograd function."""
+    fn = ctx.fn
+    if type(value) is not cst.Name or fn is None or fn.name.value != "forward":
+        return False
+    if not any(type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in fn.decorators):
+        return False
+    params = fn.params.params
+    return bool(params) and params[0].name.value == value.value
+
+
 class UntraceableCall(Rule):
     code = "DYN105"
     name = "untraceable-call"
@@ -373,6 +389,8 @@ class UntraceableCall(Rule):
         ("GB0116", "Unexpected type in sourceless builder"),  # joblib.Parallel
         ("GB0142", "Unsupported context manager"),
         ("GB8335", "Generator reconstruction with mutations"),  # joblib.Parallel over a generator
+        ("GB2019", "Unsupported autograd.Function context `mark_dirty`"),
+        ("GB0092", "Reconstruction failure"),  # after the mark_dirty break, the in-place result
         ("GB0208", "torch.* op returned non-Tensor"),  # torch.get_num_threads()
     )
     node_types = (cst.Call, cst.Assign, cst.If, cst.IfExp, cst.While, cst.Subscript, cst.BinaryOperation)
@@ -421,6 +439,12 @@ class UntraceableCall(Rule):
 
     def _check_call(self, node, ctx):
         func = node.func
+        if type(func) is cst.Attribute and func.attr.value == "mark_dirty" and _autograd_ctx(func.value, ctx):
+            # fairscale's model-parallel copies (every parallel layer of Meta's Llama reference
+            # code): "Unsupported autograd.Function context `mark_dirty`", probed on 2.13.0 and 2.14.1.
+            ctx.report(self, node, "`ctx.mark_dirty()` in a custom autograd function breaks the graph (Dynamo does not "
+                                   "support it); return a new tensor instead of modifying the input in place")
+            return
         generator = next((a for a in node.args if a.keyword is not None and a.keyword.value == "generator"), None)
         if generator is not None and not _none_while_compiling(generator.value, ctx) and self._random_op(node, ctx):
             # torchtune's LayerDropout `torch.bernoulli(p, generator=self.generator)`, diffusers'
@@ -614,6 +638,47 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # fairscale's model-parallel copy: the input marked dirty and modified in place.
+            """
+            import torch
+            from torch import nn
+
+
+            class CopyToRegion(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.mark_dirty(x)  # expect: DYN105
+                    return x.mul_(2)
+
+                @staticmethod
+                def backward(ctx, grad):
+                    return grad * 2
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    y = x * 1
+                    return CopyToRegion.apply(y) + 1
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3),)",
+        ),
+        Example(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                y = x * 2
+                engine = torch.quasirandom.SobolEngine(3, scramble=True, seed=0)  # expect: DYN105
+                if torch.jit.isinstance(y, torch.Tensor):  # expect: DYN105
+                    y = y + 1
+                return y + engine.draw(4).sum()
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(3),)",
+        ),
         Example(
             # gpytorch's caching: the cache key of a cached value is pickled in compiled code.
             """

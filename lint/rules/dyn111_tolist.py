@@ -76,6 +76,30 @@ class TolistCall(Rule):
     )
     valid = (
         Example(
+            # doctr's post-processing: a helper defined in forward and disabled runs eagerly; its
+            # call is a break by design (the one Dynamo reports), its body is not compiled code.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    y = self.lin(x)
+
+                    @torch.compiler.disable
+                    def post(t):
+                        return t.argmax(-1).tolist()
+
+                    return y, post(y)
+            """,
+            dynamo=None,
+            why="the disabled helper's call is a break by design; the example checks that its body is not linted",
+        ),
+        Example(
             """
             import torch
 

@@ -7,8 +7,8 @@ Finds `torch.nonzero` / `Tensor.nonzero()`, one-argument `torch.where(cond)`,
 `x.repeat_interleave` with tensor repeats (or `torch.repeat_interleave(counts)`, its
 one-argument form) and no `output_size=` (with it the length is known, and Dynamo traces it), indexing with a boolean mask (`x[x > 0]`, also as one index of several and through
 `.view()` / `.reshape()` / `.flatten()`: `x[:, mask.view(-1)]`) and
-`torchvision.ops.nms` / `batched_nms` and `torch.linalg.lstsq` (its rank and residuals, on CPU
-tensors) in a compile region. Assigning through a mask
+`torchvision.ops.nms` / `batched_nms`, `torch.linalg.lstsq` (its rank and residuals, on CPU
+tensors) and `F.ctc_loss` in a compile region. Assigning through a mask
 (`x[mask] = 0`) and three-argument `torch.where` keep their shape and are not reported; an
 in-place update through a mask (`x[mask] += 1`) reads `x[mask]` first, and is.
 
@@ -171,6 +171,11 @@ class DynamicShapeOp(Rule):
                                        "Python number gives it) or set `torch._dynamo.config."
                                        "capture_dynamic_output_shape_ops = True` (`dynalint verify --try-settings` "
                                        "checks it)")
+            elif q == "torch.nn.functional.ctc_loss":
+                # doctr's CRNN loss (probed on 2.13.0 and 2.14.1: "Dynamic shape operator"
+                # `aten._ctc_loss.Tensor`, with tensor or list lengths)
+                ctx.report(self, node, "`ctc_loss()` is a dynamic-shape operator for Dynamo and breaks the graph; "
+                                       "compute the loss outside the compiled region (return the log-probabilities)")
             elif q == "torch.linalg.lstsq":
                 # pypots' Koopa (probed on 2.13.0 and 2.14.1, CPU tensors; `driver="gels"` too)
                 ctx.report(self, node, "`torch.linalg.lstsq()` has data-dependent output shapes (rank, residuals: "
@@ -215,6 +220,35 @@ class DynamicShapeOp(Rule):
                 return
 
     invalid = (
+        Example(
+            # torchmultimodal's FLAVA: positive pairs, or a one-element mask when there are none.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, labels):
+                    pos = labels.ne(0)
+                    pos = torch.where(pos.any(), pos, pos.new([True]))
+                    return x[pos].sum()  # expect: DYN130
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(4), torch.tensor([0, 1, 1, 0]))",
+        ),
+        Example(
+            # doctr's CRNN: the CTC loss in the model's forward.
+            """
+            import torch
+            import torch.nn.functional as F
+
+            @torch.compile
+            def f(log_probs, targets, input_lengths, target_lengths):
+                y = log_probs * 2
+                return F.ctc_loss(y, targets, input_lengths, target_lengths)  # expect: DYN130
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(10, 2, 5).log_softmax(2), torch.randint(1, 5, (2, 4)), torch.full((2,), 10), torch.full((2,), 4))",
+        ),
         Example(
             # x-clip's contrastive loss: the off-diagonal similarities, a mask made as booleans.
             """

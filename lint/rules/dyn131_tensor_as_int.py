@@ -226,6 +226,14 @@ class TensorAsInt(Rule):
                            "(`.item()`) and breaks the graph; index with a Python int (`.tolist()` the indices "
                            "once, outside compiled code), or stack the items and index the tensor")
             return
+        for el in node.slice:
+            if type(el.slice) is cst.Slice:
+                # whatever is sliced (a tensor, a list, a value of unknown kind: torchcde's
+                # `x[:first_non_nan_index] = ...` in a helper), a tensor bound is read as an int
+                for bound in (el.slice.lower, el.slice.upper):
+                    if bound is not None and ctx.is_definite_tensor(bound):
+                        ctx.report(self, bound, "slice bound from a tensor value breaks the graph; use a shape-derived int")
+                        return
         if not ctx.is_tensor(node.value):
             return
         scalars = ctx.rule_state(self.code).get("scalars", ())
@@ -238,14 +246,26 @@ class TensorAsInt(Rule):
                                                  "int and breaks the graph; select with tensor ops "
                                                  "(`x.index_select(0, i.view(1))`, `torch.gather`, `scatter`)")
                 return
-        for el in node.slice:
-            if type(el.slice) is cst.Slice:
-                for bound in (el.slice.lower, el.slice.upper):
-                    if bound is not None and ctx.is_definite_tensor(bound):
-                        ctx.report(self, bound, "slice bound from a tensor value breaks the graph; use a shape-derived int")
-                        return
 
     invalid = (
+        Example(
+            # torchcde's missing-value fill, in a helper whose `x` has no annotation: the bound is
+            # a tensor whatever `x` is.
+            """
+            import torch
+
+            def fill_leading(x):
+                first = torch.isnan(x).cumsum(0).argmin(0)
+                x[:first] = 0.0  # expect: DYN131
+                return x
+
+            @torch.compile
+            def f(x):
+                return fill_leading(x.clone()) * 2
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.tensor([float('nan'), 1.0, 2.0]),)",
+        ),
         Example(
             # neuralop's `segment_csr`: rows between the offsets of a CSR index.
             """

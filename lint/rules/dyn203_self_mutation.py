@@ -112,6 +112,16 @@ def _float_attrs(ctx) -> frozenset:
     return found
 
 
+def _adds_a_call_result(value: cst.BaseExpression, ctx) -> bool:
+    """`self.log_prior += self.prior.log_prior(w) / n` (blitz): what a submodule, method or
+    helper returns is as often a tensor (then the attribute is one: no guard on its value)."""
+    while type(value) is cst.BinaryOperation:
+        if _adds_a_call_result(value.right, ctx):
+            return True
+        value = value.left
+    return ctx.from_module_call(value)
+
+
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})
 
 
@@ -128,7 +138,8 @@ class SelfMutation(Rule):
             return  # the attributes of an object being built (a record compiled code constructs)
         if type(node) is cst.AugAssign:
             attr = ctx.self_attr(node.target)
-            if attr is not None and attr not in ctx.tensor_attrs and not ctx.is_tensor(node.value):
+            if attr is not None and attr not in ctx.tensor_attrs and not ctx.is_tensor(node.value) \
+                    and not _adds_a_call_result(node.value, ctx):
                 if type(node.value) is cst.Float or attr in _float_attrs(ctx):
                     # torchdyn's `self.nfe += 1` on `self.nfe = 0.`: measured, one recompile, then
                     # Dynamo makes the float dynamic
@@ -209,6 +220,34 @@ class SelfMutation(Rule):
         ),
     )
     valid = (
+        Example(
+            # blitz's Bayesian layers: a log-prior accumulated from what a submodule's method returns
+            # (a tensor: no guard on its value, one compile over the calls).
+            """
+            import torch
+            from torch import nn
+
+            class Prior(nn.Module):
+                def log_prob(self, w):
+                    return -(w ** 2).sum()
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = nn.Parameter(torch.randn(4, 4))
+                    self.prior = Prior()
+                    self.log_prior = 0
+
+                def forward(self, x):
+                    self.log_prior = self.prior.log_prob(self.w)
+                    self.log_prior += self.prior.log_prob(self.w) / x.shape[1]
+                    return x @ self.w
+            """,
+            dynamo=NO_RECOMPILE,
+            calls=3,
+            inputs="(torch.randn(2, 4),)",
+            inputs2="(torch.randn(2, 4),)",
+        ),
         Example(
             # CLIP's residual attention block: the mask moved to the input's dtype and device,
             # under a None test: the same tensor from the second call on.
