@@ -405,8 +405,8 @@ class KindInference:
                 if last in K.BOOL_TORCH_FUNCS or self._bool_dtype(node) or (last == "where" and self._selects_booleans(node)):
                     # `~torch.eye(n, dtype=torch.bool)` (x-clip's off-diagonal mask)
                     return B
-                if last in ("is_tensor", "is_floating_point", "is_complex", "is_nonzero") or last in K.PYTHON_BOOL_COMPARISONS:
-                    return N  # `torch.equal(a, b)` is a Python bool (its read is DYN110's; an `if` on it adds nothing)
+                if last in ("is_tensor", "is_floating_point", "is_complex", "is_nonzero"):
+                    return N
                 return T
             if q.startswith(("math.", "time.", "random.", "os.", "warnings.", "logging.")):
                 return N
@@ -461,7 +461,7 @@ class KindInference:
                     return N  # the type's name, a string
                 if meth in K.SIZE_METHODS:
                     return S
-                if meth in K.NON_TENSOR_METHODS or meth in K.PYTHON_BOOL_COMPARISONS:
+                if meth in K.NON_TENSOR_METHODS:
                     return N
                 if meth in K.MAPPING_METHODS:
                     # no tensor has them: a dict (a submodule's outputs), whose values may be tensors

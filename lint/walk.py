@@ -75,10 +75,12 @@ def _join_tuple_kinds(a, b):
 
 
 # What the walk does with a node (FunctionContext._plan).
-_NODE, _SKIP, _IF, _BLOCK = "node", "skip", "if", "block"
+_NODE, _SKIP, _IF, _BLOCK, _LAMBDA = "node", "skip", "if", "block", "lambda"
 
 
 # Builtin types an `isinstance` test can prove a value to be instead of a tensor.
+# Calls that apply their first argument, a function, in the frame.
+_MAPPING_CALLS = frozenset({"map", "filter", "functools.reduce", "reduce", "itertools.starmap", "starmap"})
 _DISABLING_DECORATORS = frozenset({"torch.compiler.disable", "torch._dynamo.disable", "compiler.disable"})
 _PYTHON_TYPES = frozenset({"list", "tuple", "dict", "set", "int", "float", "str", "bool", "complex"})
 # Errors tensor code raises when it runs (in the compiled graph), not while Dynamo traces.
@@ -684,8 +686,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         """(what to do, rules to run, visit hook, leave hook, children function) for node's
         type: found once per type for the file's walks of this kind."""
         node_type = type(node)  # concrete libcst classes: cheaper than isinstance on their ABCs
-        if node_type is cst.FunctionDef or node_type is cst.ClassDef or node_type is cst.Lambda:
+        if node_type is cst.FunctionDef or node_type is cst.ClassDef:
             mode = _SKIP
+        elif node_type is cst.Lambda:
+            mode = _SKIP if self.probe_only else _LAMBDA
         elif node_type is cst.If:
             mode = _IF
         elif node_type is cst.IndentedBlock:
@@ -726,10 +730,46 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             self._walk_if(node)
         elif mode is _BLOCK:
             self._walk_block(node)
+        elif mode is _LAMBDA:
+            self._walk_lambda(node)
         if stack and stack[-1] is node:
             stack.pop()
         if leave_hook is not None:
             leave_hook(self, node)
+
+    def _lambda_runs_here(self, node: cst.Lambda) -> bool:
+        """A lambda mapped (`map(lambda u: ..., xs)`, `filter`, `functools.reduce`), a sort key,
+        or bound to a local name: called in the frame. Not one given to another function (a
+        check's message, `torch._check(ok, lambda: f"... {int(n)}")`, is called only on failure;
+        a hook runs in the backward pass)."""
+        parent = self.stack[-1] if self.stack else None
+        if type(parent) is cst.Assign:
+            return all(type(t.target) is cst.Name for t in parent.targets)
+        if type(parent) is not cst.Arg or len(self.stack) < 2:
+            return False
+        call = self.stack[-2]
+        if type(call) is not cst.Call:
+            return False
+        name = dotted(call.func) or ""
+        if parent.keyword is not None:
+            return parent.keyword.value == "key" and (name in ("sorted", "min", "max") or name.endswith(".sort"))
+        return name in _MAPPING_CALLS and call.args[0] is parent
+
+    def _walk_lambda(self, node: cst.Lambda) -> None:
+        """A lambda's body runs where the lambda is called, in compiled code (`map(lambda u:
+        u[:, mask], ...)`, x-clip): walked with its parameters of unknown kind and the names it
+        closes over as they are here."""
+        if not self._lambda_runs_here(node):
+            return
+        saved = dict(self.env)
+        for p in param_list(node.params):
+            self.env[p.name.value] = U
+        self.stack.append(node)
+        try:
+            self._visit(node.body)
+        finally:
+            self.stack.pop()
+            self.env = saved
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         """libcst's entry point (`node.visit(self)`): the walk is `_visit`'s."""
@@ -741,6 +781,8 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             self._walk_if(node)
         elif mode is _BLOCK:
             self._walk_block(node)
+        elif mode is _LAMBDA:
+            self._walk_lambda(node)
         elif mode is _NODE:
             if rules:
                 self._run_rules(node, rules)
@@ -1234,6 +1276,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
         return None
 
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], value_kind: str) -> None:
+        if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in K.PYTHON_BOOL_COMPARISONS:
+            # `eq = torch.equal(a, b)` holds a Python bool: the call breaks (DYN110 / DYN120 report
+            # it there), a later `if eq:` adds nothing (gpytorch's kernels)
+            value_kind = N
         if type(target) is cst.Name:
             self.env[target.value] = value_kind
             self.eval_kinds.pop(target.value, None)

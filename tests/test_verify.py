@@ -129,7 +129,7 @@ def test_verify_reconciles_every_outcome():
     # Every break is either explained by a finding or listed as missed.
     for b in report["before"]["break_reasons"]:
         assert b["code"] or any(m["lineno"] == b["lineno"] for m in report["missed"])
-    pid_line = line_of(path, "pid = os.getpid()")
+    pid_line = line_of(path, "pid = os.getppid()")
     assert any(b["lineno"] == pid_line for b in report["before"]["break_reasons"])
     # The confirmed tensor branch broke with the GB code DYN120 predicts on the installed torch.
     assert report["gb_codes"]["compared"] >= 1 and report["gb_codes"]["matched"] >= 1
@@ -274,7 +274,7 @@ def test_reconcile_statuses_from_breaks_and_executed_lines():
     classes = [{"qualname": "Cases", "file": path}]
     linted = R.lint_model([path], Config(), classes, None)
     confirmed, unreproduced = line_of(path, "if x.sum() > 0"), line_of(path, "if n > 2")
-    never, pid = line_of(path, 'print("never runs")'), line_of(path, "pid = os.getpid()")
+    never, pid = line_of(path, 'print("never runs")'), line_of(path, "pid = os.getppid()")
     breaks = [
         {"reason": "generic_jump TensorVariable()", "filename": path, "lineno": confirmed},
         {"reason": "Attempted to call function marked as skipped", "filename": path, "lineno": pid},

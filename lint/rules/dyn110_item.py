@@ -474,6 +474,24 @@ class ItemCall(Rule):
     )
     valid = (
         Example(
+            # transformers' checks: a message lambda runs only when the check fails.
+            """
+            import torch
+            from torch import nn
+
+            def compilable_check(cond, message):
+                torch._check(cond, message)
+
+            class M(nn.Module):
+                def forward(self, ids, features):
+                    n = (ids == 3).sum()
+                    compilable_check(n == features.shape[0], lambda: f"{int(n)} placeholders")
+                    return features * 2
+            """,
+            dynamo=None,
+            why="lint-only: a lambda given to another function is not walked",
+        ),
+        Example(
             # MONAI's Bessel series: NumPy math on Python numbers, and arithmetic on it, is folded.
             """
             import numpy as np

@@ -221,6 +221,21 @@ class DynamicShapeOp(Rule):
 
     invalid = (
         Example(
+            # x-clip's contrastive loss: the off-diagonal similarities taken in a mapped lambda.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, t):
+                    off_diag = ~torch.eye(t.shape[1], dtype=torch.bool)
+                    a, b = map(lambda u: torch.einsum("b i d, b j d -> b i j", u, u)[:, off_diag], (t, t * 2))  # expect: DYN130
+                    return a.sum() + b.sum()
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(1, 4, 8),)",
+        ),
+        Example(
             # torchmultimodal's FLAVA: positive pairs, or a one-element mask when there are none.
             """
             import torch
