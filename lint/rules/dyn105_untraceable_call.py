@@ -10,7 +10,7 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 `input()`, `open()`, the standard library's C and OS functions (`pickle.dumps`, `json.dumps`,
 `os.path.exists`, `os.getpid`, `hashlib.md5`, `uuid.uuid4`, `datetime.now()`, ...), thread settings (`torch.get_num_threads()`, `torch.set_num_threads()`),
 TorchScript futures (`torch.jit.fork` / `wait`) and `torch.jit.isinstance`, `torch.quasirandom.SobolEngine`,
-`ctx.mark_dirty()` in a custom autograd function's `forward`, the legacy `torch.autograd.Variable(t)` (safe
+`ctx.mark_dirty()` in a custom autograd function's `forward` (from torch 2.13; 2.11 traces it), the legacy `torch.autograd.Variable(t)` (safe
 fix: `t.detach()`, which is what it returns), RNN packing (`pack_padded_sequence`, `pad_packed_sequence`),
 `torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
 `torch.sparse_coo_tensor`, `x.to_sparse()`, `x._values()`: torch.compile does not support them), SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
@@ -354,6 +354,9 @@ def _none_while_compiling(value: cst.BaseExpression, ctx: RuleContext) -> bool:
     return is_none(value)
 
 
+MARK_DIRTY_BREAKS_SINCE = (2, 13)
+
+
 def _autograd_ctx(value: cst.BaseExpression, ctx: RuleContext) -> bool:
     """`ctx` in `def forward(ctx, ...)`, a static method: the context of a custom autograd function."""
     fn = ctx.fn
@@ -441,7 +444,11 @@ class UntraceableCall(Rule):
         func = node.func
         if type(func) is cst.Attribute and func.attr.value == "mark_dirty" and _autograd_ctx(func.value, ctx):
             # fairscale's model-parallel copies (every parallel layer of Meta's Llama reference
-            # code): "Unsupported autograd.Function context `mark_dirty`", probed on 2.13.0 and 2.14.1.
+            # code): "Unsupported autograd.Function context `mark_dirty`", probed on 2.13.0 and
+            # 2.14.1; torch 2.11 traces it (probed on the GPU machine), 2.12 is not measured.
+            target = target_torch()
+            if target is not None and target < MARK_DIRTY_BREAKS_SINCE:
+                return
             ctx.report(self, node, "`ctx.mark_dirty()` in a custom autograd function breaks the graph (Dynamo does not "
                                    "support it); return a new tensor instead of modifying the input in place")
             return
