@@ -56,11 +56,42 @@ def _numpy_math(value: cst.BaseExpression, fa: "FileAnalyzer") -> Optional[str]:
     return None
 
 
+# Decorators from torch and the standard library: no function of the linted files.
+_NOT_PROJECT_DECORATORS = ("torch.", "functools.", "typing.", "abc.", "contextlib.", "dataclasses.", "numpy.", "self.")
+
+
+def _defines_a_wrapper(fn: cst.FunctionDef) -> bool:
+    """`def cached(m): @wraps(m) def g(self, *args, **kwargs): ...; return g`, or a factory
+    holding such a decorator: a nested function decorated with `wraps` or taking `*args`. Not
+    `def deprecated(why): def deco(fn): warnings.warn(...); return fn`, whose nested body runs at
+    import."""
+    for node in fastcst.iter_nodes(fn.body):
+        if type(node) is cst.FunctionDef and (type(node.params.star_arg) is cst.Param or any(
+                dotted(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in ("wraps", "functools.wraps")
+                for d in node.decorators)):
+            return True
+    return False
+
+
+def wrapper_functions(module: cst.Module) -> frozenset:
+    """The module-level functions that return a wrapper: those defining one, and those returning
+    what one of those returns (gpytorch's `cached` -> `return _cached(method, name)`)."""
+    functions = [s for s in module.body if type(s) is cst.FunctionDef]
+    defining = {f.name.value for f in functions if _defines_a_wrapper(f)}
+    delegating = {
+        f.name.value for f in functions
+        if any(type(n) is cst.Return and type(n.value) is cst.Call and type(n.value.func) is cst.Name
+               and n.value.func.value in defining for n in fastcst.iter_nodes(f.body))
+    }
+    return frozenset(defining | delegating)
+
+
 class FileAnalyzer:
     def __init__(self, module: cst.Module, filename: str, module_name: str, is_package: bool, options: AnalyzerOptions):
         from .rules import rules_by_node_type
 
         self.module = module
+        self._wrappers: Optional[frozenset] = None  # module-level functions returning a wrapper
         self.filename = filename
         self.options = options
         self.summary = FileSummary(filename=filename, module=module_name)
@@ -627,6 +658,10 @@ class FileAnalyzer:
     def _visit_function(self, node: cst.FunctionDef, prefix: str, cls: Optional[str]) -> None:
         qual = f"{prefix}.{node.name.value}"
         info = FunctionInfo(qualname=qual, cls=cls, name=node.name.value)
+        if cls is None and prefix == self.summary.module:
+            if self._wrappers is None:
+                self._wrappers = wrapper_functions(self.module)
+            info.wraps = node.name.value in self._wrappers
         if qual in self.options.extra_roots or any(
             matches_root_pattern(qual, r) for r in self.options.extra_roots if is_root_pattern(r)
         ):
@@ -639,11 +674,33 @@ class FileAnalyzer:
             if q in K.DISABLE_DECORATORS or (q is not None and q.rpartition(".")[2] in K.CUSTOM_OP_REGISTRATIONS):
                 info.disabled = True
             # functools.partial(torch.compile, ...) style decorators are rare enough to skip.
+            if not info.compile_root and not info.disabled:
+                edge = self._decorator_edge(expr.func if type(expr) is cst.Call else expr)
+                if edge is not None:
+                    # The wrapper a decorator of the project returns runs in place of the function
+                    # (gpytorch's `@cached` pickles its cache key there): the decorator is walked
+                    # as called, its nested wrapper with it.
+                    info.edges.append(edge)
         self.summary.functions[qual] = info
         if info.disabled:
             return
         ctx = FunctionContext(self, node, qual, cls, info=info)
         ctx.walk()
+
+    def _decorator_edge(self, expr: cst.BaseExpression) -> Optional[tuple]:
+        """A call edge to a decorator that may be a function of the linted files: one of this
+        file, or a lower-case name imported (a dotted one through an imported module). Marked
+        `name@`: it resolves only to a function that `wraps` (`lint.regions`)."""
+        if type(expr) is cst.Name:
+            name = expr.value
+            if name in self.local_functions or (name in self.summary.imports and not name[:1].isupper()):
+                return ("name", self.resolve(name) + "@")
+            return None
+        if type(expr) is cst.Attribute and not expr.attr.value[:1].isupper():
+            q = self.qualname(expr)
+            if q is not None and not q.startswith(_NOT_PROJECT_DECORATORS):
+                return ("name", q + "@")
+        return None
 
     # -- reporting --------------------------------------------------------------------------
     def add_finding(self, node: cst.CSTNode, code: str, message: str, scope: str, data: dict, fix) -> None:

@@ -485,6 +485,9 @@ class Project(ClassResolver):
     def resolve_edge(self, fn: FunctionInfo, edge: tuple) -> list[str]:
         kind = edge[0]
         if kind == "name":
+            if edge[1].endswith("@"):  # a decorator: followed where it returns a wrapper
+                name = self.canonical(edge[1][:-1])
+                return [t for t in self._callable_targets(name) if self.functions[t].wraps]
             if edge[1].endswith("[]"):  # a call of an item of a registry dict
                 return [t for name in self.registry(edge[1][:-2]) for t in self._callable_targets(self.canonical(name))]
             name = self.canonical(edge[1])
@@ -560,7 +563,7 @@ def _names_resolved(compile_targets, call_hints, classes, edge_lists) -> Iterabl
     for edges in edge_lists:
         for e in edges:
             if e[0] == "name":
-                yield e[1].removesuffix("[]")
+                yield e[1].removesuffix("[]").removesuffix("@")
 
 
 def _stored_names(attr_callables: Optional[dict]) -> dict[str, list[str]]:

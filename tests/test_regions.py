@@ -1348,3 +1348,61 @@ def test_another_frameworks_module_is_no_torch_module(tmp_path):
         """,
     })
     assert found == []
+
+
+def test_a_decorators_wrapper_is_followed_but_not_a_registration(tmp_path):
+    # gpytorch's `@cached`: the wrapper pickles its cache key in place of the method it wraps.
+    # A decorator that registers its argument, or warns and returns it, runs at import: not walked.
+    found = lint_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/memoize.py": """
+                import functools
+                import pickle
+
+                def cached(method=None, name=None):
+                    return _cached(method=method, name=name)
+
+                def _cached(method=None, name=None):
+                    if method is None:
+                        return functools.partial(_cached, name=name)
+
+                    @functools.wraps(method)
+                    def g(self, *args, **kwargs):
+                        key = pickle.dumps(kwargs)
+                        return method(self, *args, **kwargs)
+
+                    return g
+
+                def register(fn):
+                    print("registered", fn.__name__)
+                    return fn
+
+                def deprecated(why):
+                    def deco(fn):
+                        print("deprecated", why)
+                        return fn
+                    return deco
+            """,
+            "pkg/model.py": """
+                from torch import nn
+
+                from .memoize import cached, deprecated, register
+
+                class M(nn.Module):
+                    @cached(name="helper")
+                    def helper(self, x):
+                        return x * 2
+
+                    @register
+                    @deprecated("use helper")
+                    def other(self, x):
+                        return x
+
+                    def forward(self, x):
+                        return self.helper(x) + self.other(x)
+            """,
+        },
+    )
+    assert found == [("pkg/memoize.py", 14, "DYN105")]
