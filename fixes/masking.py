@@ -236,19 +236,24 @@ def compact_names(ctx: RuleContext, fn: cst.FunctionDef) -> set[str]:
     data-dependent shape, or that is computed from such a name: `dV = V[active] * 0.1`, then
     `dP = dV - P[active]` (botorch's Penicillin). Such a value has the compacted shape of the
     selection, so it cannot stand for full rows in `torch.where(mask, x + dV, x)`."""
-    bindings: list[tuple[set, cst.CSTNode]] = []
+    compact: set[str] = set()
+    derived: list[tuple[set, set]] = []  # (names bound, names read) of the other bindings
     for n in iter_nodes(fn.body):
         if isinstance(n, cst.Assign):
-            names = set().union(*(target_names(t.target) for t in n.targets))
-            bindings.append((names, n.value))
+            names, value = set().union(*(target_names(t.target) for t in n.targets)), n.value
         elif isinstance(n, (cst.AugAssign, cst.AnnAssign)) and n.value is not None:
-            bindings.append((target_names(n.target), n.value))
-    compact: set[str] = set()
+            names, value = target_names(n.target), n.value
+        else:
+            continue
+        if _selects(value, ctx):
+            compact |= names
+        else:
+            derived.append((names, variable_names(value)))
     changed = True
     while changed:
         changed = False
-        for names, value in bindings:
-            if names - compact and (_selects(value, ctx) or variable_names(value) & compact):
+        for names, reads in derived:
+            if names - compact and reads & compact:
                 compact |= names
                 changed = True
     return compact

@@ -17,7 +17,7 @@ from . import kinds as K
 from .annotations import annotation_kind
 from .callgraph import submodule_types
 from .inference import torch_non_tensor
-from .nodes import dotted, iter_code_nodes, self_dict_key
+from .nodes import decorator_target, dotted, iter_code_nodes, self_dict_key
 from .options import AnalyzerOptions, is_root_pattern, matches_root_pattern
 from .parsing import module_scans
 from .summary import BUILTIN_NAMES, STAR_PREFIX, ClassInfo, FileSummary, FunctionInfo
@@ -67,7 +67,7 @@ def _defines_a_wrapper(fn: cst.FunctionDef) -> bool:
     import."""
     for node in fastcst.iter_nodes(fn.body):
         if type(node) is cst.FunctionDef and (type(node.params.star_arg) is cst.Param or any(
-                dotted(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in ("wraps", "functools.wraps")
+                dotted(decorator_target(d)) in ("wraps", "functools.wraps")
                 for d in node.decorators)):
             return True
     return False
@@ -460,7 +460,7 @@ class FileAnalyzer:
                 if type(stmt) is not cst.ClassDef or type(stmt.body) is not cst.IndentedBlock:
                     continue
                 bases = {(self.qualname(a.value) or "").rsplit(".", 1)[-1] for a in stmt.bases}
-                decorators = {(self.qualname(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) or "").rsplit(".", 1)[-1]
+                decorators = {(self.qualname(decorator_target(d)) or "").rsplit(".", 1)[-1]
                               for d in stmt.decorators}
                 if "NamedTuple" not in bases and "dataclass" not in decorators:
                     continue
@@ -667,15 +667,15 @@ class FileAnalyzer:
         ):
             info.compile_root = True  # named in `extra-roots`: compiled by the user, like `@torch.compile`
         for dec in node.decorators:
-            expr = dec.decorator
-            q = self.qualname(expr.func if type(expr) is cst.Call else expr)
+            target = decorator_target(dec)
+            q = self.qualname(target)
             if q in K.COMPILE_DECORATORS:
                 info.compile_root = True
             if q in K.DISABLE_DECORATORS or (q is not None and q.rpartition(".")[2] in K.CUSTOM_OP_REGISTRATIONS):
                 info.disabled = True
             # functools.partial(torch.compile, ...) style decorators are rare enough to skip.
             if not info.compile_root and not info.disabled:
-                edge = self._decorator_edge(expr.func if type(expr) is cst.Call else expr)
+                edge = self._decorator_edge(target)
                 if edge is not None:
                     # The wrapper a decorator of the project returns runs in place of the function
                     # (gpytorch's `@cached` pickles its cache key there): the decorator is walked

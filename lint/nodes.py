@@ -26,6 +26,12 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def decorator_target(dec: cst.Decorator) -> cst.BaseExpression:
+    """What a decorator names: `f` in `@f` and in `@f(...)`."""
+    expr = dec.decorator
+    return expr.func if type(expr) is cst.Call else expr
+
+
 def is_none(node: cst.BaseExpression) -> bool:
     """The literal `None`."""
     return type(node) is cst.Name and node.value == "None"

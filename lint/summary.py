@@ -32,9 +32,10 @@ class FunctionInfo:
     # default] (`def default(val, d): return val if exists(val) else d`): a call's value is its
     # arguments' kinds there (callers in other files use it too).
     passthrough: list = field(default_factory=list)
-    # A module-level function that returns a nested function or what another call returns: a
-    # decorator whose wrapper runs in place of what it decorates (not one that registers and
-    # returns its argument, whose body runs at import).
+    # A module-level function that defines a wrapper (a nested function decorated with `wraps` or
+    # taking `*args`) or returns what such a function of its file returns: a decorator whose
+    # wrapper runs in place of what it decorates (not one that registers, or warns and returns
+    # its argument, whose body runs at import). `filefacts.wrapper_functions`.
     wraps: bool = False
     # Calls made from live code: ("name", dotted) | ("self", method) | ("selfattr", attr, method)
     # | ("super", method)

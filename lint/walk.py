@@ -15,7 +15,7 @@ from .annotations import annotation_kind, holds_tensors, type_comment_kinds
 from .callgraph import CallEdges
 from .inference import KindInference, container_tested_params, int_only_params, join_kinds, merge_kinds, size_params, torch_non_tensor
 from .kinds import B, C, N, P, S, T, U, TENSORISH
-from .nodes import dotted, is_docstring, is_none, param_list
+from .nodes import decorator_target, dotted, is_docstring, is_none, param_list
 from .rule import offer_fix
 from .summary import FunctionInfo
 from .variables import rebound_names, returns_one_value
@@ -78,10 +78,9 @@ def _join_tuple_kinds(a, b):
 _NODE, _SKIP, _IF, _BLOCK, _LAMBDA = "node", "skip", "if", "block", "lambda"
 
 
-# Builtin types an `isinstance` test can prove a value to be instead of a tensor.
 # Calls that apply their first argument, a function, in the frame.
 _MAPPING_CALLS = frozenset({"map", "filter", "functools.reduce", "reduce", "itertools.starmap", "starmap"})
-_DISABLING_DECORATORS = frozenset({"torch.compiler.disable", "torch._dynamo.disable", "compiler.disable"})
+# Builtin types an `isinstance` test can prove a value to be instead of a tensor.
 _PYTHON_TYPES = frozenset({"list", "tuple", "dict", "set", "int", "float", "str", "bool", "complex"})
 # Errors tensor code raises when it runs (in the compiled graph), not while Dynamo traces.
 _RUNTIME_ERRORS = frozenset({
@@ -435,8 +434,7 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             return self._walk_if(stmt)
         if type(stmt) is cst.FunctionDef:
             self.nested_defs.add(stmt.name.value)
-            if any(dotted(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in _DISABLING_DECORATORS
-                   for d in stmt.decorators):
+            if any(self.qualname(decorator_target(d)) in K.DISABLE_DECORATORS for d in stmt.decorators):
                 # `@torch.compiler.disable` on a helper defined in forward (doctr): its body runs
                 # eagerly; the call is the one break, by design
                 return False

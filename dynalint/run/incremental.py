@@ -512,7 +512,7 @@ def _same_outside(old: dict, new: dict, prefix: str, visited: set, tops: set, fo
             if fn["compile_root"] or q in visited:
                 return False
         elif was != fn:
-            if any(was.get(k) != fn.get(k) for k in ("cls", "name", "compile_root", "disabled", "wraps")):
+            if any(was[k] != fn[k] for k in ("cls", "name", "compile_root", "disabled", "wraps")):
                 return False
             if was["returns_tensor"] != fn["returns_tensor"] and q in visited:
                 return False
