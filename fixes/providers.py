@@ -21,6 +21,7 @@ from .dispatch import dispatch_fix
 from .experts import expert_loop_fix
 from .full_fill import new_full_fix
 from .guard import guard_fix
+from .index import one_element_index_fix
 from .layer_drop import layer_drop_fix
 from .list_comprehension import list_of_generator_fix, list_of_iterator_call_fix
 from .check_message import check_message_fix
@@ -44,6 +45,7 @@ PROVIDERS = {
     "numpy_math": numpy_math_fix,  # DYN106
     "list_of_generator": list_of_generator_fix,  # DYN113, DYN118
     "list_of_iterator_call": list_of_iterator_call_fix,  # DYN118
+    "one_element_index": one_element_index_fix,  # DYN131
     "item": item_fix,  # DYN110
     "python_math": python_math_fix,  # DYN110
     "new_full": new_full_fix,  # DYN110

@@ -205,6 +205,12 @@ class _NameUses(cst.CSTVisitor):
             return any(type(e) is cst.DictElement and self._as_is(e.value) for e in value.elements)
         return False
 
+    def _same_tensor(self, value) -> bool:
+        """`t = t.pin_memory()`, `t = t.float()`: still the flagged tensor (or a copy that keeps
+        its flag), not a new value computed from it (`h = layer(h)`)."""
+        return (type(value) is cst.Call and type(value.func) is cst.Attribute and self._is_name(value.func.value)
+                and value.func.attr.value in _SAME_TENSOR_METHODS | {"pin_memory", "share_memory_", "requires_grad_"})
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         if node is self.flagged:
             self.after_flag = True
@@ -214,7 +220,7 @@ class _NameUses(cst.CSTVisitor):
                 self.kept = True  # stored or aliased
             for target in node.targets:
                 if self._is_name(target.target):
-                    if self.after_flag:
+                    if self.after_flag and not self._same_tensor(node.value):
                         self.rebound_after_flag = True
                     elif (dotted(node.value) or "").startswith("self."):
                         self.kept = True  # an alias of module state
@@ -229,7 +235,12 @@ class _NameUses(cst.CSTVisitor):
             self.returned = True
         elif t is cst.Call and any(self._as_is(a.value) for a in node.args):
             func = node.func
+            last = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
             if type(func) is cst.Attribute and func.attr.value in _KEEPING_METHODS:
+                self.kept = True
+            elif last[:1].isupper() or last in ("dict", "SimpleNamespace"):
+                # an object built around it (chgnet's `CrystalGraph(atom_frac_coord=...)`, which
+                # the model later differentiates against)
                 self.kept = True
             elif type(func) is cst.Name:
                 self.callees.add((False, func.value))

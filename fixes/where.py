@@ -72,21 +72,36 @@ _BLOWS_UP = frozenset(
     """
     log log2 log10 log1p sqrt rsqrt reciprocal div divide true_divide floor_divide remainder fmod
     acos asin atanh arccos arcsin arctanh xlogy digamma lgamma polygamma
+    norm vector_norm matrix_norm cdist pdist dist
     """.split()
 )
+# (A norm's gradient at the zero vector is 0/0: torchmd-net masks zero vectors out of `norm` for
+# that reason, and a force loss's double backward through `torch.where` came out NaN.)
 
 
 def may_blow_up(node: cst.CSTNode) -> bool:
-    """A division by something other than a number, or a call with a pole (`log`, `sqrt`, ...)."""
+    """A division by something other than a number, a power that is not a whole number, or a call
+    with a pole (`log`, `sqrt`, a norm, ...)."""
     for n in iter_nodes(node):
         if type(n) is cst.BinaryOperation and type(n.operator) in (cst.Divide, cst.FloorDivide, cst.Modulo):
             if not is_number(n.right):
                 return True
+        elif type(n) is cst.BinaryOperation and type(n.operator) is cst.Power:
+            # `x ** 0.5`, `x ** -1`, `x ** p`: an infinite gradient at 0; `x ** 2` has none
+            if not (type(n.right) is cst.Integer):
+                return True
         elif type(n) is cst.Call:
             func = n.func
             name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
-            if name in _BLOWS_UP:
-                return True
+            if name in _BLOWS_UP and not (name == "norm" and type(func) is cst.Attribute
+                                          and type(func.value) is cst.Name and func.value.value == "self"):
+                return True  # (`self.norm(h)` is a normalisation layer, not a vector norm)
+            if name in ("pow", "float_power"):
+                # `x.pow(0.5)`, `torch.pow(x, e)`: the exponent is the last positional argument
+                exponent = [a for a in n.args if a.keyword is None][-1:] or [a for a in n.args if a.keyword is not None
+                                                                             and a.keyword.value == "exponent"]
+                if not exponent or type(exponent[0].value) is not cst.Integer:
+                    return True
     return False
 
 

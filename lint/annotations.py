@@ -52,6 +52,25 @@ def annotation_kind(ann: Optional[cst.Annotation]) -> Optional[str]:
     return T if len(tensors) == len(members) else P
 
 
+_NUMBERS = frozenset({"int", "float"})
+_SEQUENCES = frozenset({"list", "List", "tuple", "Tuple", "Sequence"})
+
+
+def names_numbers(ann: Optional[cst.Annotation]) -> bool:
+    """`int`, `Optional[float]`, `list[int]`, `Tuple[int, ...]`: Python numbers (or sequences of
+    them) and nothing else, not an alias the linter cannot read (`Adj`)."""
+    if ann is None:
+        return False
+    members = [m for m in _union_members(ann.annotation) if not (type(m) is cst.Name and m.value == "None")]
+    def number(node) -> bool:
+        if type(node) is cst.Subscript:
+            items = [el.slice.value for el in node.slice if type(el.slice) is cst.Index]
+            return (dotted(node.value) or "").split(".")[-1] in _SEQUENCES and bool(items) and all(
+                type(i) is cst.Ellipsis or number(i) for i in items)
+        return type(node) is cst.Name and node.value in _NUMBERS
+    return bool(members) and all(number(m) for m in members)
+
+
 _CONTAINERS = frozenset({
     "list", "List", "tuple", "Tuple", "dict", "Dict", "Mapping", "MutableMapping", "Sequence",
     "Iterable", "OrderedDict",

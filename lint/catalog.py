@@ -32,6 +32,7 @@ RULE_MODULES = (
     "dyn121_data_dependent_loop",
     "dyn130_dynamic_shape_op",
     "dyn131_tensor_as_int",
+    "dyn132_numpy_array_attribute",
     "dyn140_requires_grad_in_region",
     "dyn141_autograd_function_duplicate_input",
     "dyn142_buffer_reassigned",

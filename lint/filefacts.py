@@ -423,6 +423,16 @@ class FileAnalyzer:
             names.append(q)
         return names
 
+    def _rnn_by_name(self, value: cst.Call) -> bool:
+        """`getattr(nn, rnn_type.upper())(...)` (asteroid's SingleRNN): an `nn` class picked by a
+        name that says it is an RNN (`rnn_type`, `"LSTM"`)."""
+        func = value.func
+        if not (type(func) is cst.Call and self.qualname(func.func) == "getattr" and len(func.args) >= 2
+                and self.qualname(func.args[0].value) == "torch.nn"):
+            return False
+        words = [n.value for n in fastcst.iter_nodes(func.args[1].value) if type(n) in (cst.Name, cst.SimpleString)]
+        return any(w in text.lower() for text in words for w in ("rnn", "lstm", "gru"))
+
     def _builds_rnn(self, q: Optional[str]) -> bool:
         """Is `q` nn.LSTM / GRU / RNN or a class deriving from one (of this file or another)?"""
         return q in RNN_MODULES or q in self.rnn_classes or q in self.options.external_rnn_types
@@ -622,7 +632,7 @@ class FileAnalyzer:
                             tensor_attrs.add(attr)
                             if q in ("torch.nn.Buffer", "torch.nn.parameter.Buffer"):
                                 self.buffer_attrs.setdefault(cls, set()).add(attr)
-                        elif self._builds_rnn(q):
+                        elif self._builds_rnn(q) or self._rnn_by_name(value):
                             self.rnn_attrs.setdefault(cls, set()).add(attr)
 
                         elif q in LOCK_TYPES:

@@ -344,6 +344,12 @@ class KindInference:
                 # only with the module's settings is as often a size or a flag: unknown.
                 if all(k == P or self._setting_attr(side) for k, side in zip(kinds_, sides)):
                     return U
+                if all(type(c.operator) in (cst.Equal, cst.NotEqual) for c in node.comparisons) and all(
+                        k == P or self._global_object(side) for k, side in zip(kinds_, sides)):
+                    # `ltype == SO3_type` (pypose), `mode == Mode.TRAIN`: a presumed tensor
+                    # tested for equality with a name of the module (a sentinel, an enum member)
+                    # is such an object itself, or a flag
+                    return U
                 return B
             if S in kinds_:
                 return "SB"
@@ -363,6 +369,17 @@ class KindInference:
         """`self.<attr>` assigned a module in the class (`nn.Conv2d(...)`, `Block(...)`)."""
         attr = self.self_attr(node)
         return attr is not None and attr in self.module_attrs and attr not in self.tensor_attrs
+
+    def _global_object(self, node: cst.BaseExpression) -> bool:
+        """`SO3_type`, `Mode.TRAIN`: a name not bound in the function (nor an attribute chain on
+        one), and not one of torch's, NumPy's or `math`'s."""
+        root = node
+        while type(root) is cst.Attribute:
+            root = root.value
+        if type(root) is not cst.Name or root.value in self.env or root.value in ("True", "False", "None", "self"):
+            return False
+        q = self.qualname(node) or ""
+        return not q.startswith(("torch", "numpy", "math", "jax"))
 
     def _setting_attr(self, node: cst.BaseExpression) -> bool:
         """`self.<attr>` assigned in the class but holding no tensor (a size, a flag, a mode)."""

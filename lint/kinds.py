@@ -309,7 +309,7 @@ TENSOR_METHODS = frozenset(
 _CONFIG_PARAM_NAME = re.compile(
     r"^(num|n|use|output|return|is|do|has|max|min)_"
     r"|_(size|sizes|len|length|dim|dims|shape|count|steps|idx|index|flag)$"
-    r"|^(training|inplace|dim|axis|eps|dtype|device)$"
+    r"|^(training|inplace|dim|axis|eps|dtype|device|global_step|epoch|current_epoch|iteration|cur_iter)$"
 )
 
 

@@ -11,7 +11,7 @@ import libcst as cst
 
 from . import fastcst
 from . import kinds as K
-from .annotations import annotation_kind, holds_tensors, type_comment_kinds
+from .annotations import annotation_kind, holds_tensors, names_numbers, type_comment_kinds
 from .callgraph import CallEdges
 from .inference import KindInference, container_tested_params, int_only_params, join_kinds, merge_kinds, size_params, torch_non_tensor
 from .kinds import B, C, N, P, S, T, U, TENSORISH
@@ -359,6 +359,10 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
                 if ak == N and holds_tensors(p.annotation):
                     self.env[name] = C
                     self.tensor_containers.add(name)
+                elif ak == N and names_numbers(p.annotation) and (hints.get(pos) or hints.get(name)) == T:
+                    # `_init_freq(self, max_len: int)` called with `seq_id.max() + 1` (uni2ts): the
+                    # value is a tensor whatever the annotation says, and a branch on it breaks
+                    self.env[name] = T
             elif (pos in hints or name in hints) and (p.default is None or optional):
                 hinted = hints.get(pos) or hints.get(name)
                 if hinted == T and name in self._container_tested_params():
@@ -549,6 +553,12 @@ class FunctionContext(KindInference, CallEdges, cst.CSTVisitor):
             # `if not isinstance(image_size, (list, tuple)): image_size = image_size.tolist()`).
             restored = name in self.container_demoted and self.is_parameter(name) and all(t in _CONTAINER_TYPES for t in types)
             inside, outside = {name: C}, ({name: T} if restored else {})
+            before = self.env.get(name)
+            if before == N or (before == P and all(t == "dict" for t in types)):
+                # a value known to be no tensor (`getattr(config, "rope_parameters", None)`:
+                # transformer-lens), or only presumed one and found to be a dict (pina's
+                # `value["n"] - 6`): a container of settings as often as of tensors, unknown
+                inside = {name: U}
         else:
             return {}, {}
         return (outside, inside) if negated else (inside, outside)

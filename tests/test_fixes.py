@@ -1892,6 +1892,55 @@ def test_requires_grad_of_a_returned_tensor_through_a_conversion_gets_no_fix():
     assert not [f for f in result.fixed if f.code == "DYN140"]
 
 
+def test_requires_grad_of_a_leaf_built_into_an_object_gets_no_fix():
+    """chgnet's graph converter builds `atom_frac_coord` with `requires_grad=True` into a
+    `CrystalGraph` that the model differentiates against (forces): no fix; a leaf used only by
+    a torch function in the same function keeps its fix."""
+    code = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+
+        class Converter(nn.Module):
+            def forward(self, coords):
+                frac = torch.tensor(coords, dtype=torch.float32, requires_grad=True)
+                lattice = torch.eye(3, requires_grad=True)
+                return CrystalGraph(frac=frac, volume=torch.det(lattice))
+        """
+    ).lstrip("\n")
+    result = fix_source(code, "example.py", ALL, unsafe=True)
+    assert [f.row for f in result.remaining if f.code == "DYN140"] == [6]
+    assert [f.row for f in result.fixed if f.code == "DYN140"] == [7]
+
+
+def test_requires_grad_of_a_tensor_returned_through_a_conversion_gets_no_fix():
+    """braindecode's `np_to_th`: the tensor is returned, through `X_tensor = X_tensor.pin_memory()`
+    (the same tensor, or a copy that keeps the flag), so the caller gets what it asked for: no
+    fix."""
+    code = textwrap.dedent(
+        """
+        import torch
+
+        @torch.compile
+        def np_to_th(X, requires_grad=False, pin_memory=False):
+            X_tensor = torch.tensor(X, requires_grad=requires_grad)
+            if pin_memory:
+                X_tensor = X_tensor.pin_memory()
+            return X_tensor
+
+        @torch.compile
+        def g(x):
+            t = torch.zeros(3, requires_grad=True)
+            if x.shape[0] > 2:
+                t = t.float()
+            return t
+        """
+    ).lstrip("\n")
+    result = fix_source(code, "example.py", ALL, unsafe=True)
+    assert sorted(f.row for f in result.remaining if f.code == "DYN140") == [5, 12]
+    assert not [f for f in result.fixed if f.code == "DYN140"]
+
+
 def test_requires_grad_on_an_old_torch_path_or_without_a_torch_import_gets_no_fix():
     code = textwrap.dedent(
         """

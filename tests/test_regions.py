@@ -1406,3 +1406,28 @@ def test_a_decorators_wrapper_is_followed_but_not_a_registration(tmp_path):
         },
     )
     assert found == [("pkg/memoize.py", 14, "DYN105")]
+
+
+def test_an_int_annotated_parameter_given_a_tensor_by_its_caller_is_a_tensor(tmp_path):
+    # uni2ts' rotary cache: `_init_freq(self, max_len: int)` called with `seq_id.max() + 1`; the
+    # test on it is a data-dependent branch (a break), not a recompile hint. A caller passing an
+    # int leaves the annotation its say.
+    found = lint_tree(tmp_path, {"rope.py": """
+        import torch
+        from torch import nn
+
+        class Rope(nn.Module):
+            def _init_freq(self, max_len: int):
+                if self.cos.size(-2) < max_len:
+                    self.cos = torch.ones(16, 4)
+
+            def _grow(self, n: int):
+                if self.cos.size(-2) < n:
+                    self.cos = torch.ones(16, 4)
+
+            def forward(self, x, seq_id):
+                self._init_freq(max_len=seq_id.max() + 1)
+                self._grow(x.shape[1])
+                return self.cos[seq_id] * x
+    """})
+    assert ("rope.py", 7, "DYN120") in found and ("rope.py", 11, "DYN120") not in found, found

@@ -497,7 +497,7 @@ def test_a_guard_failure_on_a_recompile_finding_confirms_it(tmp_path):
         "from torch import nn\n\n\n"
         "class M(nn.Module):\n"
         "    def forward(self, x):\n"
-        "        if x.shape[0] == 4:\n"
+        "        if x.shape[0] == 16:\n"
         "            return x * 2\n"
         "        return x\n"
     )

@@ -10,7 +10,8 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 `input()`, `open()`, the standard library's C and OS functions (`pickle.dumps`, `json.dumps`,
 `os.path.exists`, `os.getpid`, `hashlib.md5`, `uuid.uuid4`, `datetime.now()`, ...), thread settings (`torch.get_num_threads()`, `torch.set_num_threads()`),
 TorchScript futures (`torch.jit.fork` / `wait`) and `torch.jit.isinstance`, `torch.quasirandom.SobolEngine`,
-`ctx.mark_dirty()` in a custom autograd function's `forward` (from torch 2.13; 2.11 traces it), the legacy `torch.autograd.Variable(t)` (safe
+`ctx.mark_dirty()` in a custom autograd function's `forward` (from torch 2.13; 2.11 traces it),
+`t.as_subclass(cls)` (even to `torch.Tensor`), the legacy `torch.autograd.Variable(t)` (safe
 fix: `t.detach()`, which is what it returns), RNN packing (`pack_padded_sequence`, `pad_packed_sequence`),
 `torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
 `torch.sparse_coo_tensor`, `x.to_sparse()`, `x._values()`: torch.compile does not support them), SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
@@ -111,7 +112,7 @@ import libcst as cst
 
 from .. import fastcst
 from ..draws import and_operands
-from ..nodes import is_none
+from ..nodes import dotted, is_none
 from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 from ..target import installed_torch, target_torch
 
@@ -393,6 +394,7 @@ class UntraceableCall(Rule):
         ("GB0142", "Unsupported context manager"),
         ("GB8335", "Generator reconstruction with mutations"),  # joblib.Parallel over a generator
         ("GB2019", "Unsupported autograd.Function context `mark_dirty`"),
+        ("GB0001", "Argument of `as_subclass` must be a non-dispatcher-style tensor subclass"),
         ("GB0092", "Reconstruction failure"),  # after the mark_dirty break, the in-place result
         ("GB0208", "torch.* op returned non-Tensor"),  # torch.get_num_threads()
     )
@@ -442,6 +444,14 @@ class UntraceableCall(Rule):
 
     def _check_call(self, node, ctx):
         func = node.func
+        if type(func) is cst.Attribute and func.attr.value == "as_subclass" and len(node.args) == (
+                2 if dotted(func.value) in ("torch.Tensor", "Tensor") else 1):
+            # pina's `x.as_subclass(torch.Tensor)`, pypose's `Tensor.as_subclass(self, Tensor)`:
+            # "Argument of `as_subclass` must be a non-dispatcher-style tensor subclass" (GB0001,
+            # probed on 2.13.0 and 2.14.1), even of a plain tensor to `torch.Tensor`
+            ctx.report(self, node, "`as_subclass()` breaks the graph (Dynamo does not trace it); convert outside the "
+                                   "compiled region, or pass plain tensors in")
+            return
         if type(func) is cst.Attribute and func.attr.value == "mark_dirty" and _autograd_ctx(func.value, ctx):
             # fairscale's model-parallel copies (every parallel layer of Meta's Llama reference
             # code): "Unsupported autograd.Function context `mark_dirty`", probed on 2.13.0 and
@@ -540,6 +550,14 @@ class UntraceableCall(Rule):
                                    "(Dynamo traces the draw as data); draw the count outside the compiled region")
             return
         name = _random_function(q)
+        if name in ("randint", "randrange", "uniform") and any(
+                a.keyword is None and ctx.is_definite_tensor(a.value) for a in node.args):
+            # soundstorm's `randrange(0, min_seq_len - 1)` with `min_seq_len = mask.sum(-1).amin()`:
+            # Dynamo draws these only from Python numbers ("Attempted to call function marked as
+            # skipped: Random.randrange", probed on 2.13.0 and 2.14.1)
+            ctx.report(self, node, f"`{q}()` with a tensor bound is skipped by Dynamo and breaks the graph; draw with "
+                                   "`torch.randint` / `torch.rand`, or pass Python numbers")
+            return
         if name is not None:
             if _is_draw(node, ctx, ctx.rule_state(self.code)) and self._in_test(node, ctx):
                 return  # a draw on this target: the branch on it is reported, on this line
@@ -645,6 +663,52 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # soundstorm's mask schedule: a bound from the mask's lengths.
+            """
+            from random import randrange
+            import torch
+
+            @torch.compile
+            def f(x, seq_mask):
+                min_seq_len = seq_mask.sum(dim=-1).amin()
+                t = randrange(0, min_seq_len - 1)  # expect: DYN105
+                return x[:, t:] * 2
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 10), torch.ones(2, 10, dtype=torch.bool))",
+        ),
+        Example(
+            # asteroid's SingleRNN: the RNN class picked from `nn` by its name.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self, rnn_type="LSTM"):
+                    super().__init__()
+                    assert rnn_type.upper() in ["RNN", "LSTM", "GRU"]
+                    self.rnn = getattr(nn, rnn_type.upper())(4, 8, batch_first=True)
+
+                def forward(self, x):
+                    out, _ = self.rnn(x + 1)  # expect: DYN105
+                    return out * 2
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(1, 5, 4),)",
+        ),
+        Example(
+            # pina's spline: `x.as_subclass(torch.Tensor)` to drop a tensor subclass.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                plain = x.as_subclass(torch.Tensor)  # expect: DYN105
+                return plain * 2
+            """,
+            dynamo=BREAKS,
+        ),
         Example(
             # fairscale's model-parallel copy: the input marked dirty and modified in place.
             """

@@ -1,10 +1,13 @@
-"""DYN108: `copy.deepcopy()` in compiled code.
+"""DYN108: `copy.deepcopy()` / `copy.copy()` in compiled code.
 
 ## What it does
 Finds `copy.deepcopy(...)` (also as `from copy import deepcopy`) in a compile region: of a tensor
 or of the module itself on every torch version, of anything else where the code targets a torch
 before 2.12 (`target-torch` in `[tool.dynalint]`, else the installed torch read from its package
-metadata; with neither, it reports what breaks on any probed version).
+metadata; with neither, it reports what breaks on any probed version). And `copy.copy(...)` of
+anything: Dynamo skips the shallow copy (of a dict or list: "Attempted to call function marked as
+skipped", GB0007; of a tensor GB0208; probed on 2.13.0 and 2.14.1), where the value's own
+`.copy()` (or `dict(d)`, `list(xs)`, `t.clone()`) traces.
 
 ## Why it breaks the graph
 Before torch 2.12 Dynamo does not trace `copy.deepcopy` at all ("copy.deepcopy()", GB0179):
@@ -44,16 +47,25 @@ _TRACES_DEEPCOPY = (installed_torch() or (0, 0)) >= TRACED_SINCE
 class DeepcopyInRegion(Rule):
     code = "DYN108"
     name = "deepcopy-in-compiled-region"
-    summary = "`copy.deepcopy()` breaks the graph (of a tensor always; of anything before torch 2.12)"
+    summary = "`copy.deepcopy()` (of a tensor always; of anything before torch 2.12) or `copy.copy()` breaks the graph"
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
     gb_types = (
         ("GB0179", "copy.deepcopy()"),
         ("GB4198", "Attempted to copy.deepcopy a tensor"),
+        ("GB0007", "Attempted to call function marked as skipped"),
+        ("GB0208", "torch.* op returned non-Tensor"),
     )
     node_types = (cst.Call,)
 
     def check(self, node: cst.Call, ctx: RuleContext) -> None:
-        if ctx.call_name(node) != "copy.deepcopy" or not node.args or node.args[0].keyword is not None:
+        q = ctx.call_name(node)
+        if q == "copy.copy" and node.args and node.args[0].keyword is None:
+            # pina's LabelTensor: `copy(self._labels)` of a dict (GB0007 on 2.13.0 and 2.14.1; of a
+            # tensor, GB0208): Dynamo skips the shallow copy whatever it copies
+            ctx.report(self, node, "`copy.copy()` is a function Dynamo skips, and breaks the graph; use the value's own "
+                                   "copy (`d.copy()`, `dict(d)`, `list(xs)`, `t.clone()`)")
+            return
+        if q != "copy.deepcopy" or not node.args or node.args[0].keyword is not None:
             return
         value = node.args[0].value
         is_self = type(value) is cst.Name and value.value == "self"
@@ -101,6 +113,20 @@ class DeepcopyInRegion(Rule):
             """,
             dynamo=BREAKS,
         ),
+        Example(
+            # pina's LabelTensor copies its labels with `copy(self._labels)`.
+            """
+            from copy import copy
+            import torch
+
+            @torch.compile
+            def f(x):
+                labels = {"a": 1, "b": 2}
+                kept = copy(labels)  # expect: DYN108
+                return x * kept["a"]
+            """,
+            dynamo=BREAKS,
+        ),
     )
     # A config-like object: not traced (a break) before torch 2.12, copied while tracing from 2.12.
     # The linter follows the installed torch (no `target-torch`), so the example is invalid or valid by it.
@@ -143,6 +169,19 @@ class DeepcopyInRegion(Rule):
 
             def snapshot(model):
                 return copy.deepcopy(model)  # outside the compiled region
+            """,
+            dynamo=CLEAN,
+        ),
+        Example(
+            # The value's own copy traces.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                labels = {"a": 1, "b": 2}
+                kept = labels.copy()
+                return x * kept["a"]
             """,
             dynamo=CLEAN,
         ),

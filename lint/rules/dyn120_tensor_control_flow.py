@@ -1587,6 +1587,83 @@ class TensorControlFlow(Rule):
     )
     valid = (
         Example(
+            # transformer-lens' rotary settings: an item of what `isinstance(..., dict)` found a
+            # non-tensor value (or a presumed one) to be is a setting as often as a tensor.
+            """
+            import torch
+            from torch import nn
+
+            def rotary_pct(config):
+                rope = getattr(config, "rope_parameters", None)
+                if isinstance(rope, dict):
+                    return rope["partial_rotary_factor"]
+                return 1.0
+
+            def bounds(value):
+                if isinstance(value, dict):
+                    n_internal = value["n"] - 6
+                    if n_internal <= 0:
+                        return torch.ones(3)
+                return torch.zeros(3)
+
+            class Config:
+                rope_parameters = {"partial_rotary_factor": 1.0}
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.config = Config()
+
+                def forward(self, q, value):
+                    if rotary_pct(self.config) == 1.0:
+                        q = torch.cat([q, q], dim=-1)
+                    return q * bounds(value).sum()
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(2, 8), {'n': 10})",
+        ),
+        Example(
+            # pypose's `from_matrix(mat, ltype)`: a parameter compared with a module-level
+            # sentinel object is such an object, not a tensor.
+            """
+            import torch
+            from torch import nn
+
+            class LieType:
+                def __init__(self, n):
+                    self.n = n
+
+            SO3_type, SE3_type = LieType(3), LieType(6)
+
+            class M(nn.Module):
+                def forward(self, mat, ltype):
+                    if ltype == SO3_type:
+                        return mat[..., :3, :3].sum(-1)
+                    return mat.sum(-1)
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(4, 3, 3), 'other')",
+        ),
+        Example(
+            # taming-transformers' discriminator warm-up: `global_step` is the trainer's step
+            # counter, a Python int (a recompile per flip at most, no break).
+            """
+            import torch
+            from torch import nn
+
+            def adopt_weight(weight, global_step, threshold=0, value=0.0):
+                if global_step < threshold:
+                    weight = value
+                return weight
+
+            class M(nn.Module):
+                def forward(self, x, global_step):
+                    return x.mean() * adopt_weight(1.0, global_step, threshold=5)
+            """,
+            dynamo=CLEAN,
+            inputs="(torch.randn(4), 10)",
+        ),
+        Example(
             # mace's torch-sim wrapper: the keys of a submodule's dict of outputs are strings.
             """
             import torch

@@ -7,7 +7,8 @@ methods (`x.new_zeros(b, n)`, `x.view(n, -1)`, `x.expand(...)`, `x.repeat(...)`)
 the Python-number `alpha=` / `value=` of `torch.add` / `sub` / `addcmul` / `addcdiv` (and their
 methods; not the in-place ones, which trace it), slices
 with tensor bounds (`x[:n]`), and indexes that are 0-d tensors (`x[torch.argmax(s)]`, effdet's
-soft-NMS; a 1-d index tensor is advanced indexing, which traces), and Python lists, tuples or
+soft-NMS; `perm[i]` of `perm = torch.randperm(n)`; a 1-d index tensor is advanced indexing, which
+traces), and Python lists, tuples or
 `nn.ModuleList`s indexed by a tensor (`self.experts[choice]` with `choice` drawn by
 `torch.randint`), which Python reads back through `__index__`.
 
@@ -21,6 +22,9 @@ def forward(self, labels):
     return F.one_hot(labels, num_classes=labels.max() + 1)
 ```
 
+The autofix (safe) indexes with a 1-element tensor instead of a 0-d one, which selects the same
+values: `x[i] = v` -> `x[i.view(1)] = v`, and a read `x[i]` -> `x[i.view(1)].squeeze(0)`.
+
 ## Use instead
 Pass static sizes from the config (`num_classes=self.num_classes`), or sizes taken from shapes
 (`x.shape[0]`), which Dynamo tracks symbolically.
@@ -30,7 +34,7 @@ import libcst as cst
 
 from ..filefacts import SEQUENCE_BUILDERS, is_sequence_display
 from ..kinds import TENSORISH
-from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext
+from ..rule import BREAKS, CLEAN, Example, Rule, RuleContext, offer_fix
 
 # Factories and which of their arguments are Python ints: positions (None: every positional
 # argument) and keywords. `torch.full`'s fill value and `linspace`'s start and end are traced as
@@ -61,8 +65,17 @@ def _int_arguments(call: cst.Call, factory: str) -> list:
     return out
 
 
+# Factories whose result is always 1-d: an element of it, `perm[i]`, is a 0-d tensor.
+VECTOR_FACTORIES = frozenset({"torch.randperm", "torch.arange"})
+
+
 def _scalar_index(node: cst.BaseExpression, ctx: RuleContext) -> bool:
-    """`torch.argmax(t)` / `t.argmin()` with no `dim`: a 0-d tensor of a position."""
+    """`torch.argmax(t)` / `t.argmin()` with no `dim`, or an element `perm[i]` of a name bound to
+    `torch.randperm()` / `torch.arange()`: a 0-d tensor of a position."""
+    if type(node) is cst.Subscript:
+        return (type(node.value) is cst.Name and node.value.value in ctx.rule_state("DYN131").get("vectors", ())
+                and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index
+                and not ctx.is_tensor(node.slice[0].slice.value))
     if type(node) is not cst.Call:
         return False
     func = node.func
@@ -127,6 +140,7 @@ class TensorAsInt(Rule):
     code = "DYN131"
     name = "tensor-used-as-size"
     summary = "Tensor value used as a Python size"
+    fixable = "safe"
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
     gb_types = (
         ("GB0033", "Data dependent operator"),
@@ -159,6 +173,16 @@ class TensorAsInt(Rule):
                 ctx.report(self, scaled.value, f"`{scaled.keyword.value}=` takes a Python number: a tensor there is read "
                                                "back with `.item()` and breaks the graph; multiply instead "
                                                "(`a + b * alpha`)")
+                return
+            star = next((a for a in node.args if a.star == "*" and ctx.is_definite_tensor(a.value)), None)
+            if star is not None and (
+                (type(func) is cst.Attribute and func.attr.value in SIZE_METHODS | {"permute"} and ctx.is_tensor(func.value))
+                or (ctx.call_name(node) or "").partition(".")[2] in FACTORIES
+            ):
+                # compressai's entropy models: `x.permute(*perm)` with `perm = torch.cat(...)`:
+                # each element is read back with `.item()` (GB0033, probed on 2.13.0 and 2.14.1)
+                ctx.report(self, star.value, "unpacking a tensor into sizes or dims reads each element back as an int "
+                                             "and breaks the graph; build them as a Python list or tuple of ints")
                 return
             if type(func) is cst.Attribute and func.attr.value in SIZE_METHODS and ctx.is_tensor(func.value):
                 # GLiNER's `token_embeds.new_zeros(B, max_len, D)` with `max_len = lengths.max()`
@@ -213,6 +237,9 @@ class TensorAsInt(Rule):
                 if type(t.target) is cst.Name:
                     name = t.target.value
                     (scalars.add if _scalar_index(node.value, ctx) else scalars.discard)(name)
+                    vectors = state.setdefault("vectors", set())
+                    vector = type(node.value) is cst.Call and ctx.call_name(node.value) in VECTOR_FACTORIES
+                    (vectors.add if vector else vectors.discard)(name)
                     sequences[name] = (node, _builds_sequence(node.value, ctx), self._python_sequence(t.target, ctx))
                     values = state.setdefault("tensor_values", set())
                     (values.add if _computed_tensor(node.value, ctx) else values.discard)(name)
@@ -242,10 +269,24 @@ class TensorAsInt(Rule):
                 _scalar_index(el.slice.value, ctx) or (type(el.slice.value) is cst.Name and el.slice.value.value in scalars)
             ):
                 # effdet's soft-NMS: `idxs[top_idx]` with `top_idx = torch.argmax(scores_remain)`
-                ctx.report(self, el.slice.value, "index from a 0-d tensor (`argmax()` without `dim`) is read as a Python "
-                                                 "int and breaks the graph; select with tensor ops "
-                                                 "(`x.index_select(0, i.view(1))`, `torch.gather`, `scatter`)")
+                ctx.report(self, el.slice.value, "index from a 0-d tensor (`argmax()` without `dim`, an element of "
+                                                 "`randperm()`) is read as a Python int and breaks the graph; "
+                                                 "index with a 1-element tensor (`x[i.view(1)]`), or select with "
+                                                 "tensor ops (`torch.gather`, `scatter`)",
+                           fix=self._one_element_index_fix(node, el, ctx))
                 return
+
+    def _one_element_index_fix(self, node: cst.Subscript, el: cst.SubscriptElement, ctx: RuleContext):
+        """`x[i] = v` -> `x[i.view(1)] = v` (the value broadcasts over the new leading 1), and a read
+        `x[i]` -> `x[i.view(1)].squeeze(0)`: the same values, indexed by a 1-element tensor, which
+        Dynamo traces. Only for reads of a single index: mixed with other indexes, a read's result
+        would keep a dimension of 1 somewhere else."""
+        around = ctx.innermost_statement()
+        store = (type(around) is cst.AugAssign and around.target is node) or (
+            type(around) is cst.Assign and any(t.target is node for t in around.targets))
+        if not store and (ctx.in_assignment_target() or len(node.slice) != 1 or not ctx.is_definite_tensor(node.value)):
+            return None
+        return offer_fix("one_element_index", ctx, node, el.slice.value, not store, self.code)
 
     invalid = (
         Example(
@@ -348,6 +389,58 @@ class TensorAsInt(Rule):
             """,
             dynamo=BREAKS,
             inputs="(torch.rand(8),)",
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(scores):
+                    top_idx = torch.argmax(scores)
+                    best = scores[top_idx.view(1)].squeeze(0)  # expect: DYN131
+                    return best * 2
+            """,
+        ),
+        Example(
+            # compressai's entropy bottleneck: the channel axis moved first with a tensor of dims.
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                perm = torch.cat((torch.tensor([1, 0]), torch.arange(2, x.dim())))
+                return x.permute(*perm) * 2  # expect: DYN131
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 3, 4),)",
+        ),
+        Example(
+            # doctr's PARSeq attention masks: an element of a permutation is a 0-d tensor, and a
+            # store through it is read back as an int (GB0033).
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                perm = torch.randperm(x.shape[0])
+                mask = torch.ones(x.shape[0], x.shape[0])
+                q = perm[1]
+                mask[q, perm[2:]] = 0.0  # expect: DYN131
+                mask[torch.argmin(x[:, 0])] += 1.0  # expect: DYN131
+                return x * mask.sum()
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.rand(6, 6),)",
+            fixed="""
+                import torch
+
+                @torch.compile
+                def f(x):
+                    perm = torch.randperm(x.shape[0])
+                    mask = torch.ones(x.shape[0], x.shape[0])
+                    q = perm[1]
+                    mask[q.view(1), perm[2:]] = 0.0  # expect: DYN131
+                    mask[torch.argmin(x[:, 0]).view(1)] += 1.0  # expect: DYN131
+                    return x * mask.sum()
+            """,
         ),
         Example(
             # builtin max() of a tensor and an int is a tensor (Dynamo traces it as one).

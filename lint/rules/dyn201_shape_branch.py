@@ -19,6 +19,11 @@ the exact value, so each new length compiles again (reformer-pytorch's auto-padd
 Not reported, because they cost nothing: a comparison of a size with 0 or 1 (Dynamo assumes a dynamic size
 is at least 2 and specialises sizes 0 and 1 anyway, so the test is decided without a guard), and
 an `if` whose body only raises (a program that runs never takes it, so the outcome never flips).
+Nor an equality test of a size against 2, 3 or 4 (`reference_points.shape[-1] == 4`,
+`position_ids.shape[0] == 3`): a layout test (box coordinates, points, colour channels, rotary
+position axes) of a size the model fixes, which never changes between calls, so the graph
+Dynamo specialised to it is never compiled again (audits of detectors and multimodal models: no
+recompile came from such a test).
 
 ## Example
 ```python
@@ -78,6 +83,7 @@ class ShapeBranch(Rule):
             type(t) is cst.Comparison
             and ctx.kind(t) == "SB"
             and not _against_zero_or_one(t)
+            and not _layout_test(t)
             and not _against_empty_shape(t)
             and not _reads_range_counter(t, ctx)
             and not _static_sizes_only(t, ctx)
@@ -126,14 +132,47 @@ class ShapeBranch(Rule):
 
             @torch.compile
             def f(x):
-                if x.shape[1] == 4:  # expect: DYN201
+                if x.shape[1] == 8:  # expect: DYN201
                     return x * 2
                 return x - 1
             """,
             dynamo=RECOMPILES,
         ),
+        Example(
+            # a size compared for order with a small number is no layout test
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                if x.shape[0] > 4:  # expect: DYN201
+                    return x * 2
+                return x - 1
+            """,
+            dynamo=RECOMPILES,
+            inputs="(torch.randn(3, 4),)",
+            inputs2="(torch.randn(8, 4),)",
+        ),
     )
     valid = (
+        Example(
+            # rfdetr / Deformable DETR: reference points hold 2 (points) or 4 (boxes) coordinates,
+            # fixed by the model: the batch and the queries vary, the test never flips.
+            """
+            import torch
+
+            @torch.compile
+            def f(x, reference_points):
+                if reference_points.shape[-1] == 2:
+                    return x + reference_points.sum(-1, keepdim=True)
+                elif reference_points.shape[-1] == 4:
+                    return x * reference_points[..., 2:].sum(-1, keepdim=True)
+                return x
+            """,
+            dynamo=NO_RECOMPILE,
+            inputs="(torch.randn(3, 5, 1), torch.randn(3, 5, 4))",
+            inputs2="(torch.randn(6, 7, 1), torch.randn(6, 7, 4))",
+        ),
         Example(
             # neuraloperator's GNO block: a size compared with -1 (never a size) adds no guard.
             """
@@ -315,6 +354,16 @@ def _against_zero_or_one(test: cst.Comparison) -> bool:
     # Not arithmetic on sizes against 0: `n % k != 0` is no size Dynamo assumes anything about.
     # A negative number (`f_y.shape[0] == -1`, neuraloperator) is never a size: decided the same.
     return (any(type(side) is cst.Integer and side.value in ("0", "1") or _negative_integer(side) for side in sides)
+            and not any(type(side) is cst.BinaryOperation for side in sides))
+
+
+def _layout_test(test: cst.Comparison) -> bool:
+    """`reference_points.shape[-1] == 4`, `num_coordinates != 2`: equality with 2, 3 or 4 tests
+    a layout the model fixes (coordinates, channels, position axes), not a size that varies."""
+    if len(test.comparisons) != 1 or type(test.comparisons[0].operator) not in (cst.Equal, cst.NotEqual):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return (any(type(side) is cst.Integer and side.value in ("2", "3", "4") for side in sides)
             and not any(type(side) is cst.BinaryOperation for side in sides))
 
 
