@@ -11,7 +11,8 @@ Python's `random` functions Dynamo does not model (`random.gauss`, `random.choic
 `os.path.exists`, `os.getpid`, `hashlib.md5`, `uuid.uuid4`, `datetime.now()`, ...), thread settings (`torch.get_num_threads()`, `torch.set_num_threads()`),
 TorchScript futures (`torch.jit.fork` / `wait`) and `torch.jit.isinstance`, `torch.quasirandom.SobolEngine`,
 `ctx.mark_dirty()` in a custom autograd function's `forward` (from torch 2.13; 2.11 traces it),
-`t.as_subclass(cls)` (even to `torch.Tensor`), the legacy `torch.autograd.Variable(t)` (safe
+`t.as_subclass(cls)` (even to `torch.Tensor`), `m.register_forward_hook()` /
+`register_forward_pre_hook()` called in compiled code, the legacy `torch.autograd.Variable(t)` (safe
 fix: `t.detach()`, which is what it returns), RNN packing (`pack_padded_sequence`, `pad_packed_sequence`),
 `torch.utils.checkpoint.checkpoint_sequential`, sparse tensors (`torch.sparse.mm`, `torch.spmm`,
 `torch.sparse_coo_tensor`, `x.to_sparse()`, `x._values()`: torch.compile does not support them), SciPy functions (`linear_sum_assignment(cost)` in a Hungarian matcher; a
@@ -395,6 +396,8 @@ class UntraceableCall(Rule):
         ("GB8335", "Generator reconstruction with mutations"),  # joblib.Parallel over a generator
         ("GB2019", "Unsupported autograd.Function context `mark_dirty`"),
         ("GB0001", "Argument of `as_subclass` must be a non-dispatcher-style tensor subclass"),
+        ("GB0013", "Attempted to represent unregistered RemovableHandle"),
+        ("GB0467", "setattr() on unsupported type"),
         ("GB0092", "Reconstruction failure"),  # after the mark_dirty break, the in-place result
         ("GB0208", "torch.* op returned non-Tensor"),  # torch.get_num_threads()
     )
@@ -444,6 +447,12 @@ class UntraceableCall(Rule):
 
     def _check_call(self, node, ctx):
         func = node.func
+        if type(func) is cst.Attribute and func.attr.value in ("register_forward_hook", "register_forward_pre_hook"):
+            # transformer-lens' bridge registers a hook on a submodule in `forward`: Dynamo cannot
+            # hold the RemovableHandle it returns (GB0013, probed on 2.13.0 and 2.14.1)
+            ctx.report(self, node, f"`{func.attr.value}()` in compiled code breaks the graph (Dynamo cannot hold the "
+                                   "handle it returns); register hooks once, outside the compiled call")
+            return
         if type(func) is cst.Attribute and func.attr.value == "as_subclass" and len(node.args) == (
                 2 if dotted(func.value) in ("torch.Tensor", "Tensor") else 1):
             # pina's `x.as_subclass(torch.Tensor)`, pypose's `Tensor.as_subclass(self, Tensor)`:
@@ -663,6 +672,26 @@ class UntraceableCall(Rule):
         return False
 
     invalid = (
+        Example(
+            # transformer-lens' bridge: a hook registered and removed around a submodule call.
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    handle = self.lin.register_forward_pre_hook(lambda m, a: None)  # expect: DYN105
+                    y = self.lin(x)
+                    handle.remove()
+                    return y
+            """,
+            dynamo=BREAKS,
+            inputs="(torch.randn(2, 4),)",
+        ),
         Example(
             # soundstorm's mask schedule: a bound from the mask's lengths.
             """
