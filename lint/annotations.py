@@ -62,13 +62,15 @@ def names_numbers(ann: Optional[cst.Annotation]) -> bool:
     if ann is None:
         return False
     members = [m for m in _union_members(ann.annotation) if not (type(m) is cst.Name and m.value == "None")]
-    def number(node) -> bool:
-        if type(node) is cst.Subscript:
-            items = [el.slice.value for el in node.slice if type(el.slice) is cst.Index]
-            return (dotted(node.value) or "").split(".")[-1] in _SEQUENCES and bool(items) and all(
-                type(i) is cst.Ellipsis or number(i) for i in items)
-        return type(node) is cst.Name and node.value in _NUMBERS
-    return bool(members) and all(number(m) for m in members)
+    return bool(members) and all(_number_type(m) for m in members)
+
+
+def _number_type(node: cst.BaseExpression) -> bool:
+    if type(node) is cst.Subscript:
+        items = [el.slice.value for el in node.slice if type(el.slice) is cst.Index]
+        return (dotted(node.value) or "").split(".")[-1] in _SEQUENCES and bool(items) and all(
+            type(i) is cst.Ellipsis or _number_type(i) for i in items)
+    return type(node) is cst.Name and node.value in _NUMBERS
 
 
 _CONTAINERS = frozenset({

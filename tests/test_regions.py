@@ -1431,3 +1431,26 @@ def test_an_int_annotated_parameter_given_a_tensor_by_its_caller_is_a_tensor(tmp
                 return self.cos[seq_id] * x
     """})
     assert ("rope.py", 7, "DYN120") in found and ("rope.py", 11, "DYN120") not in found, found
+
+
+def test_only_number_annotations_give_way_to_a_tensor_from_the_callers(tmp_path):
+    # PyG's `edge_index: Adj` (a Union alias the linter cannot read) stays what the annotation
+    # says even where callers pass a tensor: `adj_t.has_value()` on it is no tensor test.
+    found = lint_tree(tmp_path, {"conv.py": """
+        import torch
+        from torch import nn
+        from torch_geometric.typing import Adj
+
+        def norm(edge_index: Adj, ratio: float):
+            adj_t = edge_index
+            if not adj_t.has_value():
+                adj_t = adj_t.fill_value(1.0)
+            if ratio > 0.5:
+                return adj_t
+            return adj_t
+
+        class Conv(nn.Module):
+            def forward(self, x, edge_index):
+                return norm(torch.cat([edge_index, edge_index], 1), x.mean())
+    """})
+    assert found == [("conv.py", 10, "DYN120")], found  # the `ratio` test, not `has_value()` (row 8)
