@@ -173,6 +173,8 @@ def _kept_local(info, fn: cst.CSTNode, name: Optional[str], flagged: cst.CSTNode
     return not any(_needs_gradients(info.module.code_for_node(f)) for f in _callees(info, fn, uses.callees))
 
 
+# Rebinding a name to one of these of itself keeps the flagged tensor (or a copy with its flag).
+_FLAG_KEEPING_METHODS = _SAME_TENSOR_METHODS | {"pin_memory", "share_memory_", "requires_grad_"}
 _KEEPING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
 
 
@@ -209,7 +211,7 @@ class _NameUses(cst.CSTVisitor):
         """`t = t.pin_memory()`, `t = t.float()`: still the flagged tensor (or a copy that keeps
         its flag), not a new value computed from it (`h = layer(h)`)."""
         return (type(value) is cst.Call and type(value.func) is cst.Attribute and self._is_name(value.func.value)
-                and value.func.attr.value in _SAME_TENSOR_METHODS | {"pin_memory", "share_memory_", "requires_grad_"})
+                and value.func.attr.value in _FLAG_KEEPING_METHODS)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if node is self.flagged:

@@ -51,6 +51,14 @@ FACTORIES = frozenset(INT_ARGUMENTS)
 SIZE_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "view", "reshape", "expand", "repeat"})
 
 
+def _factory(q: str | None) -> str | None:
+    """`torch.zeros` / `numpy.arange` -> "zeros" / "arange": a factory of INT_ARGUMENTS."""
+    if q is None or not q.startswith(("torch.", "numpy.")) or q.count(".") != 1:
+        return None
+    name = q.split(".")[1]
+    return name if name in FACTORIES else None
+
+
 def _int_arguments(call: cst.Call, factory: str) -> list:
     positions, keywords = INT_ARGUMENTS[factory]
     out = []
@@ -177,7 +185,7 @@ class TensorAsInt(Rule):
             star = next((a for a in node.args if a.star == "*" and ctx.is_definite_tensor(a.value)), None)
             if star is not None and (
                 (type(func) is cst.Attribute and func.attr.value in SIZE_METHODS | {"permute"} and ctx.is_tensor(func.value))
-                or (ctx.call_name(node) or "").partition(".")[2] in FACTORIES
+                or _factory(ctx.call_name(node)) is not None
             ):
                 # compressai's entropy models: `x.permute(*perm)` with `perm = torch.cat(...)`:
                 # each element is read back with `.item()` (GB0033, probed on 2.13.0 and 2.14.1)
@@ -212,8 +220,9 @@ class TensorAsInt(Rule):
                     if ctx.is_definite_tensor(a.value):
                         ctx.report(self, a.value, "`num_classes` from a tensor value breaks the graph; use a static number")
                 return
-            if q.startswith(("torch.", "numpy.")) and q.count(".") == 1 and q.split(".")[1] in FACTORIES:
-                for a in _int_arguments(node, q.split(".")[1]):
+            factory = _factory(q)
+            if factory is not None:
+                for a in _int_arguments(node, factory):
                     sizes = a.value.elements if type(a.value) in (cst.Tuple, cst.List) else [a]
                     if q.startswith("numpy.") and all(ctx.is_numpy_of_numbers(el.value) or not ctx.is_definite_tensor(el.value)
                                                       for el in sizes):

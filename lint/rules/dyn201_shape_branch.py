@@ -345,26 +345,31 @@ def _reads_range_counter(test: cst.Comparison, ctx: RuleContext) -> bool:
     return any(type(side) is cst.Name and side.value in counters for side in sides)
 
 
+def _against_literal(test: cst.Comparison, literal, operators=None) -> bool:
+    """A single comparison (of an operator in `operators`, any if None) between a side that
+    `literal` accepts and sides none of which is arithmetic."""
+    if len(test.comparisons) != 1 or (operators is not None and type(test.comparisons[0].operator) not in operators):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(literal(side) for side in sides) and not any(type(side) is cst.BinaryOperation for side in sides)
+
+
 def _against_zero_or_one(test: cst.Comparison) -> bool:
     """`x.size(0) == 1`, `len(x) > 0`: decided by Dynamo's assumption that a dynamic size is at
     least 2 (sizes 0 and 1 are specialised whatever the code does), so no guard is added."""
-    if len(test.comparisons) != 1:
-        return False
-    sides = (test.left, test.comparisons[0].comparator)
     # Not arithmetic on sizes against 0: `n % k != 0` is no size Dynamo assumes anything about.
     # A negative number (`f_y.shape[0] == -1`, neuraloperator) is never a size: decided the same.
-    return (any(type(side) is cst.Integer and side.value in ("0", "1") or _negative_integer(side) for side in sides)
-            and not any(type(side) is cst.BinaryOperation for side in sides))
+    return _against_literal(test, lambda side: _integer_in(side, ("0", "1")) or _negative_integer(side))
 
 
 def _layout_test(test: cst.Comparison) -> bool:
     """`reference_points.shape[-1] == 4`, `num_coordinates != 2`: equality with 2, 3 or 4 tests
     a layout the model fixes (coordinates, channels, position axes), not a size that varies."""
-    if len(test.comparisons) != 1 or type(test.comparisons[0].operator) not in (cst.Equal, cst.NotEqual):
-        return False
-    sides = (test.left, test.comparisons[0].comparator)
-    return (any(type(side) is cst.Integer and side.value in ("2", "3", "4") for side in sides)
-            and not any(type(side) is cst.BinaryOperation for side in sides))
+    return _against_literal(test, lambda side: _integer_in(side, ("2", "3", "4")), (cst.Equal, cst.NotEqual))
+
+
+def _integer_in(node: cst.BaseExpression, values: tuple) -> bool:
+    return type(node) is cst.Integer and node.value in values
 
 
 def _negative_integer(node: cst.BaseExpression) -> bool:
