@@ -37,6 +37,8 @@ from .imports import imports_torch, torch_name
 
 # Rules whose findings in such a helper get this fix when they have none of their own.
 CODES = frozenset({"DYN105", "DYN110", "DYN120", "DYN121", "DYN130"})
+# Rules whose findings may also get the loop fix (fixes/disable_loop.py).
+LOOP_CODES = frozenset({"DYN111", "DYN112", "DYN131", "DYN132"})
 REGISTRY = "disable_helper"
 BREAKING = "disable_helper.breaking"  # names of the functions of the file with findings of CODES
 DISABLE_DECORATORS = frozenset({"disable", "_disable_dynamo"})
@@ -46,12 +48,18 @@ NON_TENSOR_NAMESPACES = ("torch.compiler.", "torch._dynamo.", "torch.jit.", "tor
 
 def disable_helper_fix(ctx: RuleContext, code: str, node: cst.CSTNode):
     """The fix for a finding of `code` at `node` in the function being walked, or None."""
-    if code not in CODES:
+    if code not in CODES and code not in LOOP_CODES:
         return None
+    from .disable_loop import disable_loop_fix
+    from .disable_tail import disable_tail_fix
+
     fn = ctx.fn
     info = source_info(ctx.module, fn)
-    # Functions with a break of their own: a split helper that calls one gains (fixes/disable_tail).
+    # Functions with a break of their own: a split helper or a loop that calls one gains
+    # (fixes/disable_tail.py, fixes/disable_loop.py).
     info.registry.setdefault(BREAKING, set()).add(fn.name.value)
+    if code not in CODES:
+        return disable_loop_fix(ctx, info, code, node)
     # Per function, once: the ids of the top-level statements every call reaches, or None where
     # the function is no host-side helper.
     verdicts = info.registry.setdefault(REGISTRY, {})
@@ -61,9 +69,13 @@ def disable_helper_fix(ctx: RuleContext, code: str, node: cst.CSTNode):
     if reached and _reached_on_every_call(info, fn, node, reached):
         return guarded(code, lambda positions, module: _fix(info, positions, fn))
     # Not the whole helper: perhaps what runs after its early `return` (fixes/disable_tail.py).
-    from .disable_tail import disable_tail_fix
-
-    return disable_tail_fix(ctx, info, code, node)
+    # Else, where the break is in a loop, the loop alone (fixes/disable_loop.py). The split decides
+    # only once positions are known, so the loop fix stands behind it.
+    tail = disable_tail_fix(ctx, info, code, node)
+    loop = disable_loop_fix(ctx, info, code, node)
+    if tail is None or loop is None:
+        return tail or loop
+    return lambda positions, module: tail(positions, module) or loop(positions, module)
 
 
 def _reached_statements(fn: cst.FunctionDef, body: Optional[list] = None) -> frozenset:

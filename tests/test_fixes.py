@@ -3795,3 +3795,204 @@ def test_classmethod_forward_calling_bare_super_keeps_its_decorator():
     out = fixed(code, unsafe=False).text
     assert "@classmethod\n    def forward(cls, ctx, x):\n        return super().forward" in out
     assert "@staticmethod\n    def backward(ctx, g):" in out
+
+
+# A detector's per-image filtering (torchvision's RPN and box heads): the loop breaks at a
+# one-argument `where` and calls helpers Dynamo traces as frames of their own once it gives up
+# on the caller's frame; `count` is rebound in the loop and read after it.
+FILTER_LOOP = """
+    import torch
+    from torch import nn
+
+
+    def clip(boxes, size):
+        return boxes.clamp(min=0, max=size)
+
+
+    def remove_small(boxes, min_size):
+        keep = (boxes[:, 2] - boxes[:, 0]) >= min_size
+        return torch.where(keep)[0]
+
+
+    class Filter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+            self.thresh = 0.1
+
+        def filter(self, proposals, scores):
+            proposals = self.proj(proposals)
+            probs = torch.sigmoid(scores)
+            kept_boxes, kept_scores = [], []
+            count = 0
+            for boxes, s in zip(proposals, probs):  # one image at a time
+                boxes = clip(boxes, 1.0)
+                keep = remove_small(boxes, 0.01)
+                boxes, s = boxes[keep], s[keep]
+                keep = torch.where(s > self.thresh)[0]
+                kept_boxes.append(boxes[keep])
+                kept_scores.append(s[keep])
+                count = count + len(keep)
+            return kept_boxes, kept_scores, count
+
+        def forward(self, x, s):
+            boxes, scores, count = self.filter(x, s)
+            return [b * 2 for b in boxes], scores, count
+    """
+
+
+def test_loop_that_breaks_and_calls_traced_helpers_runs_outside_the_graph():
+    result = fixed(FILTER_LOOP)
+    assert not result.errors
+    assert """
+        kept_boxes, kept_scores = [], []
+        count = 0
+        count = self._filter_loop_outside_graph(proposals, probs, kept_boxes, kept_scores, count)
+        return kept_boxes, kept_scores, count
+
+    @torch.compiler.disable
+    def _filter_loop_outside_graph(self, proposals, probs, kept_boxes, kept_scores, count):
+        for boxes, s in zip(proposals, probs):  # one image at a time
+            boxes = clip(boxes, 1.0)
+            keep = remove_small(boxes, 0.01)
+            boxes, s = boxes[keep], s[keep]
+            keep = torch.where(s > self.thresh)[0]
+            kept_boxes.append(boxes[keep])
+            kept_scores.append(s[keep])
+            count = count + len(keep)
+        return count
+
+    def forward(self, x, s):""" in result.text, result.text
+    again = fix_source(result.text, "example.py", ALL, unsafe=True)
+    assert again.text == result.text
+    assert "_outside_graph" not in fixed(FILTER_LOOP, unsafe=False).text
+
+
+def test_loops_of_module_functions_and_static_methods_move_out_too():
+    code = """
+        import torch
+        import numpy as np
+        from torch import nn
+        from torchvision.ops import nms
+
+
+        def per_class(boxes, scores, idxs, threshold):
+            keep_mask = torch.zeros_like(scores, dtype=torch.bool)
+            for class_id in torch.unique(idxs):
+                curr = torch.where(idxs == class_id)[0]
+                keep_mask[curr[nms(boxes[curr], scores[curr], threshold)]] = True
+            return torch.where(keep_mask)[0]
+
+
+        class Head(nn.Module):
+            @staticmethod
+            def levels(boxes, levels):
+                out = []
+                for level in range(4):
+                    idx = torch.where(levels == level)[0]
+                    out.append(per_class(boxes[idx], boxes[idx, 0], levels[idx], 0.5))
+                return out
+
+            def forward(self, boxes, levels):
+                return self.levels(boxes, levels)
+        """
+    result = fixed(code)
+    assert """
+    keep_mask = torch.zeros_like(scores, dtype=torch.bool)
+    _per_class_loop_outside_graph(boxes, scores, idxs, threshold, keep_mask)
+    return torch.where(keep_mask)[0]
+
+
+@torch.compiler.disable
+def _per_class_loop_outside_graph(boxes, scores, idxs, threshold, keep_mask):
+    for class_id in torch.unique(idxs):""" in result.text, result.text
+    assert """
+        out = []
+        Head._levels_loop_outside_graph(boxes, levels, out)
+        return out
+
+    @staticmethod
+    @torch.compiler.disable
+    def _levels_loop_outside_graph(boxes, levels, out):
+        for level in range(4):""" in result.text, result.text
+
+
+def test_loops_that_must_stay_are_not_moved():
+    code = """
+        import torch
+        from torch import nn
+
+
+        def helper(b):
+            return torch.where(b > 0)[0]
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+                self.layers = nn.ModuleList([nn.Linear(4, 4)])
+
+            def returns_in_the_loop(self, xs):
+                for b in xs:
+                    keep = helper(b)
+                    if len(keep) > 3:
+                        return keep
+                return None
+
+            def calls_a_submodule(self, xs):
+                out = []
+                for b in xs:
+                    out.append(self.proj(b[helper(b)]))
+                return out
+
+            def calls_modules_by_name(self, xs):
+                out = []
+                for layer in self.layers:
+                    out.append(layer(xs[helper(xs[0])]))
+                return out
+
+            def calls_a_method_that_calls_a_submodule(self, xs):
+                out = []
+                for b in xs:
+                    out.append(self.project(b[helper(b)]))
+                return out
+
+            def project(self, b):
+                return self.proj(b)
+
+            def bound_in_a_branch(self, xs, flag: bool):
+                if flag:
+                    out = []
+                for b in xs:
+                    out.append(b[helper(b)])
+                return out
+
+            def bound_only_in_the_loop(self, xs):
+                for b in xs:
+                    keep = helper(b)
+                return keep
+
+            def break_in_a_branch(self, xs, flag: bool):
+                out = []
+                for b in xs:
+                    if flag:
+                        out.append(torch.where(b > 0)[0])
+                    out.append(helper(b))
+                return out
+
+            def breaks_of_its_own_only(self, xs):
+                out = []
+                for b in xs:
+                    out.append(torch.where(b > 0)[0])
+                return out
+
+            def forward(self, xs):
+                return (self.returns_in_the_loop(xs), self.calls_a_submodule(xs), self.calls_modules_by_name(xs),
+                        self.calls_a_method_that_calls_a_submodule(xs), self.bound_in_a_branch(xs, True),
+                        self.bound_only_in_the_loop(xs), self.break_in_a_branch(xs, True),
+                        self.breaks_of_its_own_only(xs))
+        """
+    result = fixed(code)
+    assert "_outside_graph" not in result.text, result.text
+    assert "compiler.disable" not in result.text, result.text

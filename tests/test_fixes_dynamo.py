@@ -623,3 +623,32 @@ def test_checkpoint_flag_skipped_while_compiling_gives_the_same_gradients_as_one
         source, result.text, tmp_path, lambda: torch.randn(3, 16), "aot_eager",
         lambda model, x: (model.conv.weight.grad, model.conv.bias.grad, model.proj.weight.grad),
     )
+
+
+@pytest.mark.torch
+def test_loop_moved_outside_the_graph_breaks_less_with_equal_outputs(tmp_path):
+    # fixes/disable_loop.py on a detector's per-image filtering: Dynamo gave up on the frame at the
+    # loop's break and traced each helper the loop calls as a frame of its own (breaking in
+    # `remove_small`); moved out, the loop is one break at its call.
+    import textwrap
+
+    import torch
+    import torch._dynamo
+
+    from dynalint.verify.measuring import explain
+
+    from .test_fixes import FILTER_LOOP
+
+    source = textwrap.dedent(FILTER_LOOP).lstrip("\n")
+    result = fix_source(source, "filters.py", ALL, unsafe=True)
+    assert "_filter_loop_outside_graph" in result.text and not result.errors
+    original, fixed = (_import_text(text, tmp_path).Filter() for text in (source, result.text))
+    fixed.load_state_dict(original.state_dict())
+    args = (torch.rand(3, 40, 4), torch.randn(3, 40))
+    before, after = (explain(model, args, {}, 0, None) for model in (original, fixed))
+    assert after["graph_count"] < before["graph_count"], (before, after)
+    assert after["graph_break_count"] < before["graph_break_count"], (before, after)
+    torch._dynamo.reset()
+    expected = original(*args)
+    for got in (fixed(*args), torch.compile(fixed, backend="eager")(*args)):
+        torch.testing.assert_close(got, expected)
