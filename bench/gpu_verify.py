@@ -70,6 +70,18 @@ def timm_model(name: str = "sequencer2d_s", batch: int = 2, size: int = 224):
     return timm.create_model(name, pretrained=False), {"x": torch.randn(batch, 3, size, size)}
 
 
+def tv_detector(name: str = "fasterrcnn_mobilenet_v3_large_320_fpn", images: int = 2, size: int = 320):
+    """A torchvision detector with random weights, in eval mode, on a batch of images: its region
+    proposals and detections are filtered per image (score thresholds, NMS), which breaks the graph."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.get_model(name, weights=None, weights_backbone=None).eval()
+    gen = torch.Generator().manual_seed(0)
+    return model, {"images": [torch.rand(3, size, size, generator=gen) for _ in range(images)]}
+
+
 def big_bird_short_sequence():
     """BigBird given a sequence too short for block-sparse: it logs a warning inside forward."""
     from transformers import BigBirdConfig, BigBirdModel
@@ -257,6 +269,11 @@ REAL_WAV2VEC2 = {"hidden": 768, "layers": 12, "seconds": 4.0, "batch": 8}
 # Busier: dense dispatch does every expert's work for every token (8x the expert FLOPs here).
 LARGE_SWITCH = {"d_model": 1024, "layers": 8, "experts": 8, "seq": 1024, "batch": 8, "target": 256}
 
+# Detectors at the sizes they are trained for: 8 images, Faster R-CNN's mobile variant at 320 px,
+# Mask R-CNN at 800 px (its transform resizes to 800 anyway).
+REAL_FASTERRCNN = {"name": "fasterrcnn_mobilenet_v3_large_320_fpn", "images": 8, "size": 320}
+REAL_MASKRCNN = {"name": "maskrcnn_resnet50_fpn", "images": 4, "size": 800}
+
 CASES = [
     Case("BadIf", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [65536, 16]}),
     Case("BadIf, unsafe fixes", f"{FIXTURES}/bad_if.py::BadIf", {"input_shape": [65536, 16], "unsafe_fixes": True}),
@@ -297,6 +314,10 @@ CASES = [
          {"target_args": MID_M2M100, "train": True, "unsafe_fixes": True}),
     Case("sequencer2d_s (timm, try settings)", f"{THIS}::timm_model", {"target_args": REAL_SEQUENCER, "try_settings": True}),
     Case("longformer (try settings)", f"{THIS}::longformer_tiny", {"target_args": REAL_LONGFORMER, "try_settings": True}),
+    Case("fasterrcnn mobilenet 320 (torchvision, unsafe fixes)", f"{THIS}::tv_detector",
+         {"target_args": REAL_FASTERRCNN, "unsafe_fixes": True}),
+    Case("maskrcnn resnet50 (torchvision, unsafe fixes)", f"{THIS}::tv_detector",
+         {"target_args": REAL_MASKRCNN, "unsafe_fixes": True}),
     Case("switch_transformers", f"{THIS}::switch_model", {"target_args": REAL_SWITCH}),
     Case("switch_transformers (large)", f"{THIS}::switch_model", {"target_args": LARGE_SWITCH}),
     Case("big_bird (short sequence)", f"{THIS}::big_bird_short_sequence"),
