@@ -57,6 +57,12 @@ from .imports import imports_torch, torch_name
 CODES = frozenset({"DYN105", "DYN110", "DYN111", "DYN112", "DYN120", "DYN121", "DYN130", "DYN131", "DYN132"})
 REGISTRY = "disable_loop"
 SUFFIX = "_outside_graph"
+# Libraries Dynamo skips instead of tracing (torch/_dynamo/trace_rules.py, THIRDPARTY_SKIPLIST):
+# a call into them is a break of its own, not a frame Dynamo would compile.
+SKIPPED_LIBRARIES = frozenset({
+    "torch", "numpy", "fx2trt_oss", "hypothesis", "networkx", "onnx", "onnxruntime", "onnx_tf", "pandas", "sklearn",
+    "tabulate", "tensorflow", "tensorrt", "torch2trt", "tqdm", "tree", "tvm", "xarray",
+})
 
 
 def disable_loop_fix(ctx, info, code: str, node: cst.CSTNode):
@@ -290,7 +296,8 @@ def _calls_compute(ctx, root: cst.CSTNode, fn: cst.FunctionDef, methods: dict, s
 def _traced_callees(ctx, loop: cst.CSTNode, methods: dict, self_name: Optional[str]) -> tuple:
     """(functions, methods): the Python functions the loop calls that Dynamo would trace as frames
     of their own once it gives up on the caller's frame (functions of this file, functions imported
-    from outside torch, NumPy and the standard library), and the class's own methods it calls."""
+    from outside torch, the standard library and the libraries Dynamo skips), and the class's own
+    methods it calls."""
     own = {stmt.name.value for stmt in ctx.module.body if isinstance(stmt, cst.FunctionDef)}
     functions, called = set(), set()
 
@@ -311,7 +318,7 @@ def _traced_callees(ctx, loop: cst.CSTNode, methods: dict, self_name: Optional[s
             if q is None or "." not in q:
                 return  # a builtin, or a method of a local value
             root = q.split(".", 1)[0]
-            if root in ("torch", "numpy") or root in sys.stdlib_module_names:
+            if root in SKIPPED_LIBRARIES or root in sys.stdlib_module_names:
                 return
             functions.add(q)
 
