@@ -166,8 +166,8 @@ def _plan(ctx, info, fn: cst.FunctionDef, loop: cst.CSTNode) -> Optional[dict]:
         return None
     receiver = receiver_param if receiver_param else (holder.name.value if holder is not None else None)
     functions, own_methods = _traced_callees(ctx, loop, methods, params[0] if kind == "method" and params else None)
-    return {"functions": functions, "methods": own_methods, "kind": kind, "name": new_name, "receiver": receiver, "args": passed, "results": results,
-            "signature": ([receiver_param] if receiver_param else []) + passed}
+    return {"functions": functions, "methods": own_methods, "kind": kind, "name": new_name, "receiver": receiver,
+            "args": passed, "results": results, "signature": ([receiver_param] if receiver_param else []) + passed}
 
 
 def _in_binding_order(params: list, prelude: list, names: set) -> list:
@@ -274,6 +274,9 @@ def _calls_compute(ctx, root: cst.CSTNode, fn: cst.FunctionDef, methods: dict, s
             elif isinstance(func, cst.Attribute):
                 if self_attr(func.value) in submodules:
                     found.append(func)  # a method of a submodule
+                elif isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
+                        and func.value.func.value == "super":
+                    found.append(func)  # `super().forward(x)`
             elif isinstance(func, cst.Name):
                 if func.value in local:
                     found.append(func)  # `layer(x)` over modules, a callable passed in

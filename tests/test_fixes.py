@@ -3961,6 +3961,12 @@ def test_loops_that_must_stay_are_not_moved():
             def project(self, b):
                 return self.proj(b)
 
+            def calls_the_base_class(self, xs):
+                out = []
+                for b in xs:
+                    out.append(super().forward(b[helper(b)]))
+                return out
+
             def bound_in_a_branch(self, xs, flag: bool):
                 if flag:
                     out = []
@@ -3991,7 +3997,7 @@ def test_loops_that_must_stay_are_not_moved():
                 return (self.returns_in_the_loop(xs), self.calls_a_submodule(xs), self.calls_modules_by_name(xs),
                         self.calls_a_method_that_calls_a_submodule(xs), self.bound_in_a_branch(xs, True),
                         self.bound_only_in_the_loop(xs), self.break_in_a_branch(xs, True),
-                        self.breaks_of_its_own_only(xs))
+                        self.breaks_of_its_own_only(xs), self.calls_the_base_class(xs))
         """
     result = fixed(code)
     assert "_outside_graph" not in result.text, result.text
