@@ -40,7 +40,7 @@ CODES = frozenset({"DYN105", "DYN110", "DYN120", "DYN121", "DYN130"})
 # Rules whose findings may also get the loop fix (fixes/disable_loop.py).
 LOOP_CODES = frozenset({"DYN111", "DYN112", "DYN131", "DYN132"})
 REGISTRY = "disable_helper"
-BREAKING = "disable_helper.breaking"  # names of the functions of the file with findings of CODES
+BREAKING = "disable_helper.breaking"  # names of the functions of the file with break findings (CODES, LOOP_CODES)
 DISABLE_DECORATORS = frozenset({"disable", "_disable_dynamo"})
 # torch namespaces whose calls make no tensors.
 NON_TENSOR_NAMESPACES = ("torch.compiler.", "torch._dynamo.", "torch.jit.", "torch.cuda.", "torch.backends.")
