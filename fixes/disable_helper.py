@@ -38,7 +38,7 @@ from .imports import imports_torch, torch_name
 # Rules whose findings in such a helper get this fix when they have none of their own.
 CODES = frozenset({"DYN105", "DYN110", "DYN120", "DYN121", "DYN130"})
 # Rules whose findings may also get the loop fix (fixes/disable_loop.py).
-LOOP_CODES = frozenset({"DYN111", "DYN112", "DYN131", "DYN132"})
+LOOP_CODES = frozenset({"DYN111", "DYN131"})
 REGISTRY = "disable_helper"
 BREAKING = "disable_helper.breaking"  # names of the functions of the file with break findings (CODES, LOOP_CODES)
 DISABLE_DECORATORS = frozenset({"disable", "_disable_dynamo"})

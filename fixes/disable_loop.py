@@ -19,8 +19,8 @@ the loop itself; a list comprehension of the skipped frame is traced alone and b
 `enumerate` iterator). Moved into a method under `@torch.compiler.disable`, the loop is one break
 at its call, and what the function does before and after it is traced with its caller.
 
-Offered on a finding of a break (DYN105, DYN110, DYN111, DYN112, DYN120, DYN121, DYN130, DYN131,
-DYN132) that has no fix of its own and that every pass of a loop reaches (not in a branch,
+Offered on a finding of a break (DYN105, DYN110, DYN111, DYN120, DYN121, DYN130, DYN131) that
+has no fix of its own and that every pass of a loop reaches (not in a branch,
 handler, comprehension, lambda or the right side of `and` / `or`), where the loop is a top-level
 `for` or `while` statement of a function defined at module or class level, in a file that
 imports torch at module level, and:
@@ -54,7 +54,7 @@ from .disable_helper import BREAKING, DISABLE_DECORATORS, _evaluated_whenever_pa
 from .disable_tail import KEPT_DECORATORS, _binds, _bindings, _parameters, _top_level_bindings, _wrapped
 from .imports import imports_torch, torch_name
 
-CODES = frozenset({"DYN105", "DYN110", "DYN111", "DYN112", "DYN120", "DYN121", "DYN130", "DYN131", "DYN132"})
+CODES = frozenset({"DYN105", "DYN110", "DYN111", "DYN120", "DYN121", "DYN130", "DYN131"})
 REGISTRY = "disable_loop"
 SUFFIX = "_outside_graph"
 # Libraries Dynamo skips instead of tracing (torch/_dynamo/trace_rules.py, THIRDPARTY_SKIPLIST):

@@ -33,6 +33,7 @@ class TolistCall(Rule):
     code = "DYN111"
     name = "tensor-tolist"
     summary = "`.tolist()` breaks the graph"
+    fixable = "unsafe"  # in a loop that runs outside the graph (fixes/disable_loop.py)
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
     gb_types = (
         ("GB0033", "Data dependent operator"),
@@ -72,6 +73,50 @@ class TolistCall(Rule):
                 return x * vals[0]
             """,
             dynamo=BREAKS,
+        ),
+        # In a loop that calls a function Dynamo traces as a frame of its own: the loop runs
+        # outside the graph (fixes/disable_loop.py), one break at its call.
+        Example(
+            """
+            import torch
+            from torch import nn
+
+
+            def positive(row):
+                return row[torch.nonzero(row > 0).squeeze(1)]  # expect: DYN130
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    h = x * 2
+                    totals = []
+                    for row in h:
+                        totals.append(sum(positive(row).tolist()))  # expect: DYN111
+                    return h + 1, totals
+            """,
+            dynamo=BREAKS,
+            fixed="""
+                import torch
+                from torch import nn
+
+
+                def positive(row):
+                    return row[torch.nonzero(row > 0).squeeze(1)]  # expect: DYN130
+
+
+                class M(nn.Module):
+                    def forward(self, x):
+                        h = x * 2
+                        totals = []
+                        self._forward_loop_outside_graph(h, totals)
+                        return h + 1, totals
+
+                    @torch.compiler.disable
+                    def _forward_loop_outside_graph(self, h, totals):
+                        for row in h:
+                            totals.append(sum(positive(row).tolist()))  # expect: DYN111
+            """,
+            fixed_graphs=2,
         ),
     )
     valid = (

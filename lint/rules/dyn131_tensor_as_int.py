@@ -148,7 +148,7 @@ class TensorAsInt(Rule):
     code = "DYN131"
     name = "tensor-used-as-size"
     summary = "Tensor value used as a Python size"
-    fixable = "safe"
+    fixable = "safe or unsafe"  # the 1-element index (safe); a loop moved out of the graph (fixes/disable_loop.py)
     # Dynamo's break types this rule predicts (torch/_dynamo/graph_break_registry.json, torch 2.13).
     gb_types = (
         ("GB0033", "Data dependent operator"),
