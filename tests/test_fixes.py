@@ -4002,3 +4002,41 @@ def test_loops_that_must_stay_are_not_moved():
     result = fixed(code)
     assert "_outside_graph" not in result.text, result.text
     assert "compiler.disable" not in result.text, result.text
+
+
+def test_loop_after_an_early_return_moves_where_the_split_declines():
+    # A host-side helper whose break is only in a loop: the split (fixes/disable_tail.py) declines
+    # once positions are known (Dynamo gives up on such a frame anyway), and the loop fix, whose
+    # loop calls a function of the file Dynamo traces as a frame of its own, stands behind it.
+    code = """
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        def spread(v):
+            return v * 2 + 1
+
+
+        class Net(nn.Module):
+            def plan(self, n):
+                out = np.zeros(n, dtype=np.int64)
+                if not self.training:
+                    return out
+                for r in range(2):
+                    out[r] = spread(np.random.permutation(n)[0])
+                return out
+
+            def forward(self, x):
+                return x[:, torch.from_numpy(self.plan(4))]
+        """
+    result = fixed(code)
+    assert """
+            return out
+        self._plan_loop_outside_graph(n, out)
+        return out
+
+    @torch.compiler.disable
+    def _plan_loop_outside_graph(self, n, out):
+        for r in range(2):""" in result.text, result.text
+    assert "_plan_outside_graph" not in result.text
