@@ -51,7 +51,7 @@ from dynalint.lint.variables import variable_names
 
 from .base import class_methods, guarded, make_fix
 from .disable_helper import BREAKING, DISABLE_DECORATORS, _evaluated_whenever_parent_is
-from .disable_tail import KEPT_DECORATORS, _binds, _bindings, _parameters, _top_level_bindings, _wrapped
+from .disable_tail import KEPT_DECORATORS, _binds, _bindings, _parameters, _top_level_bindings, _wrapped, placement
 from .imports import imports_torch, torch_name
 
 CODES = frozenset({"DYN105", "DYN110", "DYN111", "DYN120", "DYN121", "DYN130", "DYN131"})
@@ -114,20 +114,17 @@ def _plan(ctx, info, fn: cst.FunctionDef, loop: cst.CSTNode) -> Optional[dict]:
     names = [(dotted(d.decorator) or "").split(".")[-1] for d in fn.decorators]
     if any(n in DISABLE_DECORATORS for n in names):
         return None
-    if not isinstance(info.parent(fn), (cst.Module, cst.IndentedBlock)):
+    # A function nested in a function or class: its enclosing scope would be out of reach.
+    place = placement(info, fn, next((n for n in names if n in KEPT_DECORATORS), None))
+    if place is None:
         return None
-    holder = info.parent(info.parent(fn)) if isinstance(info.parent(fn), cst.IndentedBlock) else None
-    if holder is not None and not (isinstance(holder, cst.ClassDef) and isinstance(info.parent(holder), cst.Module)):
-        return None  # a nested function or class: its enclosing scope would be out of reach
-    kinds = [n for n in names if n in KEPT_DECORATORS]
-    kind = kinds[0] if kinds else ("method" if holder is not None else "function")
+    holder, kind, receiver_param, receiver = place
     params = _parameters(fn)
-    if kind in ("method", "classmethod") and not params:
-        return None
     if _leaves_or_rescopes(loop) or _leaves_or_rescopes_fn(fn):
         return None
     methods = class_methods(info, fn) if holder is not None else {}
-    if _calls_compute(ctx, loop, fn, methods, params[0] if kind == "method" and params else None, set()):
+    self_name = receiver_param if kind == "method" else None
+    if _calls_compute(ctx, loop, fn, methods, self_name, set()):
         return None
     body = list(fn.body.body)
     at = next(i for i, stmt in enumerate(body) if stmt is loop)
@@ -140,7 +137,6 @@ def _plan(ctx, info, fn: cst.FunctionDef, loop: cst.CSTNode) -> Optional[dict]:
     bound_anywhere = _bindings(body) | set(params)
     in_loop = variable_names(loop)
     bound_in_loop = _bindings([loop])
-    receiver_param = params[0] if kind in ("method", "classmethod") else None
     passed = []
     for name in _in_binding_order(params, prelude, in_loop & bound_anywhere):
         if name == receiver_param:
@@ -164,8 +160,7 @@ def _plan(ctx, info, fn: cst.FunctionDef, loop: cst.CSTNode) -> Optional[dict]:
     new_name = base + (str(number) if number > 1 else "") + SUFFIX
     if any(_binds(stmt, new_name) for stmt in scope):
         return None
-    receiver = receiver_param if receiver_param else (holder.name.value if holder is not None else None)
-    functions, own_methods = _traced_callees(ctx, loop, methods, params[0] if kind == "method" and params else None)
+    functions, own_methods = _traced_callees(ctx, loop, methods, self_name)
     return {"functions": functions, "methods": own_methods, "kind": kind, "name": new_name, "receiver": receiver,
             "args": passed, "results": results, "signature": ([receiver_param] if receiver_param else []) + passed}
 
@@ -247,6 +242,14 @@ def _leaves_or_rescopes_fn(fn: cst.FunctionDef) -> bool:
     return bool(found)
 
 
+def _self_attr(expr: cst.CSTNode, self_name: Optional[str]) -> Optional[str]:
+    """`attr` where expr is `<self_name>.attr` (the method's instance), else None."""
+    if self_name and isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) \
+            and expr.value.value == self_name:
+        return expr.attr.value
+    return None
+
+
 def _calls_compute(ctx, root: cst.CSTNode, fn: cst.FunctionDef, methods: dict, self_name: Optional[str],
                    seen: set) -> bool:
     """Does `root` (the loop, or the body of a method it calls) call a submodule, a local name or a
@@ -258,21 +261,15 @@ def _calls_compute(ctx, root: cst.CSTNode, fn: cst.FunctionDef, methods: dict, s
     found = []
     called = []
 
-    def self_attr(expr) -> Optional[str]:
-        if self_name and isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) \
-                and expr.value.value == self_name:
-            return expr.attr.value
-        return None
-
     class Calls(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
             func = node.func
-            attr = self_attr(func)
+            attr = _self_attr(func, self_name)
             if attr is not None:
                 # A method of the class is looked into; any other attribute may hold a module.
                 (called if attr in methods else found).append(attr)
             elif isinstance(func, cst.Attribute):
-                if self_attr(func.value) in submodules:
+                if _self_attr(func.value, self_name) in submodules:
                     found.append(func)  # a method of a submodule
                 elif isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
                         and func.value.func.value == "super":
@@ -307,10 +304,10 @@ def _traced_callees(ctx, loop: cst.CSTNode, methods: dict, self_name: Optional[s
     class Calls(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
             func = node.func
-            if self_name and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
-                    and func.value.value == self_name:
-                if func.attr.value in methods:
-                    called.add(func.attr.value)
+            attr = _self_attr(func, self_name)
+            if attr is not None:
+                if attr in methods:
+                    called.add(attr)
                 return
             if isinstance(func, cst.Name) and func.value in own:
                 functions.add(func.value)

@@ -119,12 +119,10 @@ def _plan(ctx, info, fn: cst.FunctionDef, last: int) -> Optional[dict]:
     if not _host_side_helper(ctx, info, fn, rest):
         return None
     params = _parameters(fn)
-    holder = info.parent(info.parent(fn)) if isinstance(info.parent(fn), cst.IndentedBlock) else None
-    if holder is not None and not (isinstance(holder, cst.ClassDef) and isinstance(info.parent(holder), cst.Module)):
+    place = placement(info, fn, kinds[0] if kinds else None)
+    if place is None:
         return None
-    kind = kinds[0] if kinds else ("method" if holder is not None else "function")
-    if kind in ("method", "classmethod") and not params:
-        return None
+    holder, kind, receiver_param, receiver = place
     bound = _top_level_bindings(prelude)
     if bound is None:
         return None
@@ -145,10 +143,33 @@ def _plan(ctx, info, fn: cst.FunctionDef, last: int) -> Optional[dict]:
     if any(_binds(stmt, new_name) for stmt in scope):
         return None
     # The instance (or class) goes first, as the receiver of the call.
-    receiver = params[0] if kind in ("method", "classmethod") else (holder.name.value if holder is not None else None)
-    args = (params[1:] if kind in ("method", "classmethod") else params) + passed
+    args = (params[1:] if receiver_param else params) + passed
     return {"rest": rest, "reached": _reached_statements(fn, rest), "callees": _callees(rest), "kind": kind, "name": new_name, "receiver": receiver, "args": args,
-            "signature": (params[:1] if kind in ("method", "classmethod") else []) + args}
+            "signature": (params[:1] if receiver_param else []) + args}
+
+
+def placement(info, fn: cst.FunctionDef, decorated: Optional[str]) -> Optional[tuple]:
+    """Where a new function beside `fn` goes and how a call reaches it: (holder, kind, receiver
+    parameter, receiver). holder: the module-level class whose body holds fn, or None at module
+    level; kind: `decorated` (fn's "staticmethod" / "classmethod") or "method" / "function";
+    receiver parameter: fn's `self` / `cls`, else None; receiver: what a call goes through (that
+    parameter, the class for a static method, None for a module function). None for a function
+    nested in a function or in a nested class, or a method with no parameter."""
+    parent = info.parent(fn)
+    if not isinstance(parent, (cst.Module, cst.IndentedBlock)):
+        return None
+    holder = info.parent(parent) if isinstance(parent, cst.IndentedBlock) else None
+    if holder is not None and not (isinstance(holder, cst.ClassDef) and isinstance(info.parent(holder), cst.Module)):
+        return None
+    kind = decorated or ("method" if holder is not None else "function")
+    params = _parameters(fn)
+    receiver_param = None
+    if kind in ("method", "classmethod"):
+        if not params:
+            return None
+        receiver_param = params[0]
+    receiver = receiver_param or (holder.name.value if holder is not None else None)
+    return holder, kind, receiver_param, receiver
 
 
 def _ends_in_return(block: cst.BaseSuite) -> bool:
